@@ -1,0 +1,71 @@
+// Distinct types for the integers of a stream: an offset passed where an event time is expected
+// does not compile. Durations are std::chrono::milliseconds.
+#pragma once
+
+#include <chrono>
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <limits>
+
+namespace weir {
+
+// A value of type T that only mixes with values of the same Tag.
+template <typename T, typename Tag>
+class NamedType {
+ public:
+  using ValueType = T;
+  constexpr NamedType() = default;
+  constexpr explicit NamedType(T value) : value_(value) {}
+  constexpr T value() const { return value_; }
+  constexpr auto operator<=>(const NamedType&) const = default;
+
+ private:
+  T value_{};
+};
+
+// Position of a record in a partition: dense, from 0.
+class Offset : public NamedType<int64_t, struct OffsetTag> {
+ public:
+  using NamedType::NamedType;
+  constexpr Offset Next() const { return Offset(value() + 1); }
+  constexpr Offset operator+(int64_t n) const { return Offset(value() + n); }
+  constexpr int64_t operator-(Offset other) const { return value() - other.value(); }
+};
+
+using PartitionId = NamedType<int32_t, struct PartitionTag>;
+
+// Event time: milliseconds since the Unix epoch.
+class EventTime : public NamedType<int64_t, struct EventTimeTag> {
+ public:
+  using NamedType::NamedType;
+  static constexpr EventTime Min() { return EventTime(std::numeric_limits<int64_t>::min()); }
+  static constexpr EventTime Max() { return EventTime(std::numeric_limits<int64_t>::max()); }
+  constexpr EventTime operator+(std::chrono::milliseconds d) const {
+    return EventTime(value() + d.count());
+  }
+  constexpr EventTime operator-(std::chrono::milliseconds d) const {
+    return EventTime(value() - d.count());
+  }
+};
+
+// The event time up to which a partition's input is believed complete. Min() before any event;
+// Max() once a bounded input has ended (every window may close).
+class Watermark : public NamedType<int64_t, struct WatermarkTag> {
+ public:
+  using NamedType::NamedType;
+  static constexpr Watermark Min() { return Watermark(std::numeric_limits<int64_t>::min()); }
+  static constexpr Watermark Max() { return Watermark(std::numeric_limits<int64_t>::max()); }
+  constexpr bool IsEndOfInput() const { return *this == Max(); }
+  // The watermark after seeing an event: it never goes back.
+  constexpr Watermark Advance(EventTime t) const {
+    return t.value() > value() ? Watermark(t.value()) : *this;
+  }
+};
+
+}  // namespace weir
+
+template <typename T, typename Tag>
+struct std::hash<weir::NamedType<T, Tag>> {
+  size_t operator()(const weir::NamedType<T, Tag>& v) const { return std::hash<T>()(v.value()); }
+};

@@ -1,0 +1,311 @@
+#include "weir/value.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include "core/coding.h"
+#include "simdjson.h"
+
+namespace weir {
+
+namespace {
+
+Value FromDom(simdjson::dom::element e) {
+  switch (e.type()) {
+    case simdjson::dom::element_type::NULL_VALUE:
+      return Value();
+    case simdjson::dom::element_type::BOOL:
+      return Value(bool(e.get_bool().value_unsafe()));
+    case simdjson::dom::element_type::INT64:
+      return Value(int64_t(e.get_int64().value_unsafe()));
+    case simdjson::dom::element_type::UINT64:
+      return Value(double(e.get_uint64().value_unsafe()));
+    case simdjson::dom::element_type::DOUBLE:
+      return Value(double(e.get_double().value_unsafe()));
+    case simdjson::dom::element_type::STRING:
+      return Value(std::string_view(e.get_string().value_unsafe()));
+    case simdjson::dom::element_type::ARRAY: {
+      simdjson::dom::array a = e.get_array().value_unsafe();
+      Value::Array out;
+      out.reserve(a.size());
+      for (simdjson::dom::element item : a) out.push_back(FromDom(item));
+      return Value(std::move(out));
+    }
+    case simdjson::dom::element_type::OBJECT: {
+      simdjson::dom::object o = e.get_object().value_unsafe();
+      Value::Object out;
+      out.reserve(o.size());
+      for (simdjson::dom::key_value_pair kv : o) {
+        out.emplace_back(std::string(kv.key), FromDom(kv.value));
+      }
+      return Value(std::move(out));
+    }
+  }
+  return Value();
+}
+
+enum BinaryTag : uint8_t {
+  kTagNull = 0,
+  kTagFalse = 1,
+  kTagTrue = 2,
+  kTagInt = 3,
+  kTagDouble = 4,
+  kTagString = 5,
+  kTagArray = 6,
+  kTagObject = 7,
+};
+
+constexpr int kMaxBinaryDepth = 512;
+
+Result<Value> ReadBinaryAt(std::string_view& in, int depth) {
+  if (in.empty()) return Status::Corruption("value: truncated");
+  if (depth > kMaxBinaryDepth) return Status::Corruption("value: nesting too deep");
+  uint8_t tag = static_cast<uint8_t>(in[0]);
+  in.remove_prefix(1);
+  uint64_t n;
+  switch (tag) {
+    case kTagNull: return Value();
+    case kTagFalse: return Value(false);
+    case kTagTrue: return Value(true);
+    case kTagInt:
+      if (!coding::GetVarint64(in, n)) return Status::Corruption("value: bad int");
+      return Value(coding::UnZigZag(n));
+    case kTagDouble: {
+      if (!coding::GetFixed64(in, n)) return Status::Corruption("value: bad double");
+      double d;
+      std::memcpy(&d, &n, 8);
+      return Value(d);
+    }
+    case kTagString: {
+      std::string_view s;
+      if (!coding::GetLengthPrefixed(in, s)) return Status::Corruption("value: bad string");
+      return Value(s);
+    }
+    case kTagArray: {
+      if (!coding::GetVarint64(in, n) || n > in.size()) return Status::Corruption("value: bad array");
+      Value::Array a;
+      a.reserve(n);
+      for (uint64_t i = 0; i < n; ++i) {
+        WEIR_ASSIGN_OR_RETURN(Value item, ReadBinaryAt(in, depth + 1));
+        a.push_back(std::move(item));
+      }
+      return Value(std::move(a));
+    }
+    case kTagObject: {
+      if (!coding::GetVarint64(in, n) || n > in.size()) return Status::Corruption("value: bad object");
+      Value::Object o;
+      o.reserve(n);
+      for (uint64_t i = 0; i < n; ++i) {
+        std::string_view name;
+        if (!coding::GetLengthPrefixed(in, name)) return Status::Corruption("value: bad member");
+        WEIR_ASSIGN_OR_RETURN(Value item, ReadBinaryAt(in, depth + 1));
+        o.emplace_back(std::string(name), std::move(item));
+      }
+      return Value(std::move(o));
+    }
+    default:
+      return Status::Corruption("value: unknown tag " + std::to_string(tag));
+  }
+}
+
+}  // namespace
+
+Result<Value> Value::Parse(std::string_view json) {
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  auto error = parser.parse(json.data(), json.size()).get(root);
+  if (error) return Status::InvalidArgument(std::string("malformed JSON: ") +
+                                            simdjson::error_message(error));
+  return FromDom(root);
+}
+
+std::string_view Value::TypeName() const {
+  switch (type()) {
+    case Type::kNull: return "null";
+    case Type::kBool: return "bool";
+    case Type::kInt: return "integer";
+    case Type::kDouble: return "number";
+    case Type::kString: return "string";
+    case Type::kArray: return "array";
+    case Type::kObject: return "object";
+  }
+  return "unknown";
+}
+
+void Value::WrongType() const {
+  internal::CheckFailed(__FILE__, __LINE__, "Value type",
+                        "Value accessed as the wrong type; it holds " + std::string(TypeName()));
+}
+
+const Value* Value::Find(std::string_view name) const {
+  const Object* o = std::get_if<Object>(&v_);
+  if (o == nullptr) return nullptr;
+  for (const Member& m : *o) {
+    if (m.first == name) return &m.second;
+  }
+  return nullptr;
+}
+
+Value* Value::Find(std::string_view name) {
+  return const_cast<Value*>(static_cast<const Value*>(this)->Find(name));
+}
+
+const Value* Value::FindPath(std::string_view path) const {
+  const Value* v = this;
+  while (v != nullptr) {
+    size_t dot = path.find('.');
+    v = v->Find(path.substr(0, dot));
+    if (dot == std::string_view::npos) return v;
+    path.remove_prefix(dot + 1);
+  }
+  return nullptr;
+}
+
+Value& Value::Set(std::string_view name, Value value) {
+  if (is_null()) v_ = Object();
+  if (Value* existing = Find(name)) {
+    *existing = std::move(value);
+    return *existing;
+  }
+  Object& o = as_object();
+  o.emplace_back(std::string(name), std::move(value));
+  return o.back().second;
+}
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  size_t run_start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + run_start, i - run_start);
+    run_start = i + 1;
+    switch (c) {
+      case '"': out.append("\\\""); break;
+      case '\\': out.append("\\\\"); break;
+      case '\n': out.append("\\n"); break;
+      case '\r': out.append("\\r"); break;
+      case '\t': out.append("\\t"); break;
+      case '\b': out.append("\\b"); break;
+      case '\f': out.append("\\f"); break;
+      default: {
+        char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xf]};
+        out.append(esc, 6);
+      }
+    }
+  }
+  out.append(s.data() + run_start, s.size() - run_start);
+  out.push_back('"');
+}
+
+void Value::AppendJson(std::string& out) const {
+  switch (type()) {
+    case Type::kNull:
+      out.append("null");
+      return;
+    case Type::kBool:
+      out.append(as_bool() ? "true" : "false");
+      return;
+    case Type::kInt: {
+      char buf[24];
+      auto r = std::to_chars(buf, buf + sizeof buf, as_int());
+      out.append(buf, r.ptr);
+      return;
+    }
+    case Type::kDouble: {
+      double d = as_double();
+      if (!std::isfinite(d)) {
+        out.append("null");
+        return;
+      }
+      char buf[32];
+      auto r = std::to_chars(buf, buf + sizeof buf, d);
+      out.append(buf, r.ptr);
+      // An integral double keeps a ".0" so that it reads back as a double, not an int.
+      if (std::find_if(buf, r.ptr, [](char c) { return c == '.' || c == 'e'; }) == r.ptr) {
+        out.append(".0");
+      }
+      return;
+    }
+    case Type::kString:
+      AppendJsonString(out, as_string());
+      return;
+    case Type::kArray: {
+      out.push_back('[');
+      bool first = true;
+      for (const Value& item : as_array()) {
+        if (!first) out.push_back(',');
+        first = false;
+        item.AppendJson(out);
+      }
+      out.push_back(']');
+      return;
+    }
+    case Type::kObject: {
+      out.push_back('{');
+      bool first = true;
+      for (const Member& m : as_object()) {
+        if (!first) out.push_back(',');
+        first = false;
+        AppendJsonString(out, m.first);
+        out.push_back(':');
+        m.second.AppendJson(out);
+      }
+      out.push_back('}');
+      return;
+    }
+  }
+}
+
+std::string Value::ToJson() const {
+  std::string out;
+  AppendJson(out);
+  return out;
+}
+
+void Value::AppendBinary(std::string& out) const {
+  switch (type()) {
+    case Type::kNull:
+      out.push_back(static_cast<char>(kTagNull));
+      return;
+    case Type::kBool:
+      out.push_back(static_cast<char>(as_bool() ? kTagTrue : kTagFalse));
+      return;
+    case Type::kInt:
+      out.push_back(static_cast<char>(kTagInt));
+      coding::PutVarint64(out, coding::ZigZag(as_int()));
+      return;
+    case Type::kDouble: {
+      out.push_back(static_cast<char>(kTagDouble));
+      uint64_t bits;
+      double d = as_double();
+      std::memcpy(&bits, &d, 8);
+      coding::PutFixed64(out, bits);
+      return;
+    }
+    case Type::kString:
+      out.push_back(static_cast<char>(kTagString));
+      coding::PutLengthPrefixed(out, as_string());
+      return;
+    case Type::kArray:
+      out.push_back(static_cast<char>(kTagArray));
+      coding::PutVarint64(out, as_array().size());
+      for (const Value& item : as_array()) item.AppendBinary(out);
+      return;
+    case Type::kObject:
+      out.push_back(static_cast<char>(kTagObject));
+      coding::PutVarint64(out, as_object().size());
+      for (const Member& m : as_object()) {
+        coding::PutLengthPrefixed(out, m.first);
+        m.second.AppendBinary(out);
+      }
+      return;
+  }
+}
+
+Result<Value> Value::ReadBinary(std::string_view& in) { return ReadBinaryAt(in, 0); }
+
+}  // namespace weir

@@ -1,0 +1,240 @@
+// The embedded log: durable, partitioned, append-only topics on local disk (DESIGN.md §3).
+//
+// Layout under the log directory:
+//   <dir>/<topic>/topic.json                  partitions, retention, segment size, owner
+//   <dir>/<topic>/<partition>/<base offset, 20 digits>.log    segment files (record_format.h)
+//   <dir>/<topic>/<partition>/committed       8-byte visible end of a transactional partition
+//
+// Three ends per partition, in this order: visible <= durable <= written.
+//   written: everything appended so far (in memory or in the file);
+//   durable: written to the segment file and fsynced (per the fsync policy);
+//   visible: what readers may read. A record is durable before anyone can read it.
+//
+// Two kinds of partitions:
+//   - Plain (the default): Append() returns at once; the group committer thread writes the
+//     pending bytes and fsyncs every `group_commit_interval` (or sooner when a writer waits),
+//     then makes them visible. Append(..., kWaitDurable) returns once the records are durable.
+//   - Transactional: the topic is owned by an application (ClaimForTransactions) whose
+//     checkpoint decides what is committed. The group committer never touches it; the owner
+//     calls Flush() (write + fsync) at a checkpoint, then Publish(end) once the checkpoint is
+//     committed, and TruncateTo(end) on recovery to discard what the crashed run wrote after its
+//     last committed checkpoint. Appends by anyone else are refused.
+//
+// Threads: every method of LogStore, Topic and Partition is thread-safe. Appends to one
+// partition serialize on that partition's mutex (held for a memcpy, never for I/O). A
+// PartitionReader belongs to one thread.
+//
+// Crash safety: on open, the last segment of each partition is scanned and cut at the first
+// batch whose magic, length or crc is wrong (a torn write). Nothing acknowledged durable is lost.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "log/record_format.h"
+#include "weir/key.h"
+#include "weir/status.h"
+#include "weir/types.h"
+
+namespace weir::log {
+
+enum class FsyncPolicy : uint8_t {
+  kGroup,   // default: one fdatasync per group commit covers every append since the last one
+  kAlways,  // Append() writes and fdatasyncs before it returns
+  kNever,   // written to the file by the group committer and visible; the OS decides when
+};
+
+// "group", "always", "never".
+Result<FsyncPolicy> ParseFsyncPolicy(std::string_view name);
+
+struct TopicConfig {
+  int32_t partitions = 1;
+  int64_t retention_bytes = -1;                       // per partition; -1 keeps everything
+  std::chrono::milliseconds retention_age{-1};        // by append time; -1 keeps everything
+  int64_t segment_bytes = 128 << 20;                  // a new segment after this many bytes
+  // Checks partitions >= 1 (<= 10000), segment_bytes >= 4096; names the offending field.
+  Status Validate() const;
+};
+
+// Kafka's murmur2 (the Java client's Utils.murmur2, librdkafka's rd_murmur2).
+uint32_t Murmur2(std::string_view data);
+// The partition a Kafka producer's default partitioner picks for a keyed record:
+// (murmur2(key) & 0x7fffffff) % partitions. A null key hashes as empty bytes, as librdkafka's
+// murmur2 partitioner does.
+PartitionId KafkaPartition(std::string_view key_bytes, int32_t partitions);
+
+enum class Durability : uint8_t { kNoWait, kWaitDurable };
+
+class Segment;  // log.cc
+
+class Partition {
+ public:
+  const std::string& topic_name() const { return topic_name_; }
+  PartitionId id() const { return id_; }
+
+  // The first retained offset (retention moves it forward) and the visible end.
+  Offset FirstOffset() const;
+  Offset NextOffset() const { return Offset(visible_end_.load(std::memory_order_acquire)); }
+  Offset DurableEnd() const { return Offset(durable_end_.load(std::memory_order_acquire)); }
+  Offset WrittenEnd() const;
+
+  // Appends the builder's records; returns the offset of the first. With kWaitDurable, returns
+  // once they are durable (and, for a plain partition, visible). kFailedPrecondition if the
+  // partition is transactional and `owner` is not its owner; kResourceExhausted on a full disk
+  // (the partition stays usable; the records are not appended).
+  Result<Offset> Append(const RecordBatchBuilder& batch, Durability durability = Durability::kNoWait,
+                        std::string_view owner = {});
+  // Blocks until [.., end) is durable (plain partitions: and visible), or the timeout passes
+  // (kUnavailable). Returns at once if already so.
+  Status WaitDurable(Offset end, std::chrono::milliseconds timeout = std::chrono::minutes(1));
+
+  // Transactional partitions only (REQUIRES: claimed by `owner`).
+  // Writes every pending byte to the segment file and fsyncs (whatever the fsync policy, unless
+  // kNever). Returns the durable end. Readers do not see it until Publish.
+  Result<Offset> Flush(std::string_view owner);
+  // Makes [.., end) visible and records `end` in the partition's `committed` file.
+  // REQUIRES: end <= DurableEnd().
+  Status Publish(Offset end, std::string_view owner);
+  // Discards every record at or after `end` (files and memory), for recovery.
+  // REQUIRES: end >= FirstOffset(); end <= WrittenEnd().
+  Status TruncateTo(Offset end, std::string_view owner);
+
+  // Deletes whole segments (never the active one) that are beyond retention_bytes or whose
+  // newest append is older than retention_age. Returns how many records it removed.
+  Result<int64_t> EnforceRetention(std::chrono::system_clock::time_point now);
+
+  // Bytes held in segment files.
+  int64_t SizeBytes() const;
+
+  Partition(const Partition&) = delete;
+  Partition& operator=(const Partition&) = delete;
+  ~Partition();
+
+ private:
+  friend class Topic;
+  friend class PartitionReader;
+  friend class LogStore;
+  struct State;  // segments, pending buffer, index; guarded by mu_
+  Partition(std::string topic_name, PartitionId id);
+
+  std::string topic_name_;
+  PartitionId id_;
+  std::atomic<int64_t> visible_end_{0};
+  std::atomic<int64_t> durable_end_{0};
+  std::unique_ptr<State> state_;
+};
+
+class Topic {
+ public:
+  const std::string& name() const { return name_; }
+  const TopicConfig& config() const { return config_; }
+  int32_t num_partitions() const { return config_.partitions; }
+  // REQUIRES: 0 <= p < num_partitions() (checked).
+  Partition& partition(PartitionId p);
+  PartitionId PartitionFor(const Key& key) const {
+    return KafkaPartition(key.bytes(), config_.partitions);
+  }
+  // The application that owns this topic's commits, or empty for a plain topic.
+  std::string owner() const;
+  // Makes every partition transactional under `owner` (persisted in topic.json).
+  // kFailedPrecondition if another owner holds it; idempotent for the same owner.
+  Status ClaimForTransactions(std::string_view owner);
+
+ private:
+  friend class LogStore;
+  Topic(std::string name, TopicConfig config, std::filesystem::path dir);
+  std::string name_;
+  TopicConfig config_;
+  std::filesystem::path dir_;
+  mutable std::mutex mu_;
+  std::string owner_;  // guarded by mu_
+  std::vector<std::unique_ptr<Partition>> partitions_;
+};
+
+// Reads one partition in offset order. Owned by one thread.
+class PartitionReader {
+ public:
+  PartitionReader(Partition& partition, Offset position);
+
+  // Up to max_records records from the position, all below the visible end; empty when caught
+  // up. The views stay valid until the next call. kOutOfRange when the position is below the
+  // first retained offset (retention removed it) or above the visible end.
+  Result<std::span<const StoredRecord>> Next(size_t max_records = 4096);
+  Offset position() const { return position_; }
+  void Seek(Offset position) { position_ = position; }
+
+ private:
+  Partition& partition_;
+  Offset position_;
+  std::string buffer_;
+  std::vector<StoredRecord> records_;
+  std::shared_ptr<Segment> segment_;
+};
+
+struct LogOptions {
+  std::filesystem::path dir;
+  FsyncPolicy fsync = FsyncPolicy::kGroup;
+  std::chrono::microseconds group_commit_interval{2000};
+  // Plain partitions' pending bytes that make the committer flush before the interval ends.
+  size_t group_commit_bytes = 4 << 20;
+  // How often the committer thread enforces retention.
+  std::chrono::milliseconds retention_check_interval{10000};
+};
+
+class LogStore {
+ public:
+  // Opens (creating the directory if needed) and recovers every topic: torn tails cut, visible
+  // ends of transactional partitions read from their `committed` files. Starts the group
+  // committer thread.
+  static Result<std::unique_ptr<LogStore>> Open(LogOptions options);
+  // Flushes plain partitions (durable and visible) and stops the committer.
+  ~LogStore();
+
+  // kAlreadyExists if the topic exists (whatever its config); kInvalidArgument for a bad name
+  // ([A-Za-z0-9._-], 1-200 chars, not "." or "..") or config.
+  Result<Topic*> CreateTopic(const std::string& name, const TopicConfig& config);
+  // The existing topic, or a new one with `config`.
+  Result<Topic*> GetOrCreateTopic(const std::string& name, const TopicConfig& config);
+  // kNotFound: "unknown topic 'x'" with the known topics listed.
+  Result<Topic*> GetTopic(const std::string& name);
+  std::vector<std::string> ListTopics() const;
+  Status DeleteTopic(const std::string& name);
+
+  // Makes every plain partition's appends durable and visible now.
+  Status FlushAll();
+
+  // Change notification for readers in this process: the epoch increases whenever any
+  // partition's visible end moves. WaitForChange returns when it differs from `seen` or the
+  // timeout passes.
+  uint64_t ChangeEpoch() const { return epoch_.load(std::memory_order_acquire); }
+  void WaitForChange(uint64_t seen, std::chrono::milliseconds timeout);
+
+  const LogOptions& options() const { return options_; }
+
+ private:
+  explicit LogStore(LogOptions options);
+  void CommitterLoop();
+  void NotifyChange();
+
+  LogOptions options_;
+  mutable std::mutex mu_;  // guards topics_
+  std::map<std::string, std::unique_ptr<Topic>> topics_;
+  std::atomic<uint64_t> epoch_{0};
+  std::mutex change_mu_;
+  std::condition_variable change_cv_;
+  std::atomic<bool> stop_{false};
+  std::thread committer_;
+  friend class Partition;
+};
+
+}  // namespace weir::log

@@ -1,0 +1,88 @@
+// The on-disk record format of the embedded log, and the builder that encodes records into it.
+//
+// A segment file is a sequence of batches. A batch is written by one flush (group commit):
+//
+//   batch  := header payload
+//   header := magic:u32 'WLB1' | payload_len:u32 | crc32c:u32 | count:u32 |
+//             base_offset:i64 | append_time_ms:i64                     (32 bytes, little-endian)
+//   payload:= record*  (count records; offsets are base_offset, base_offset+1, ...)
+//   record := body_len:u32 | timestamp:i64 | key_serde:u8 | key_len:varint | key |
+//             header_count:varint | (name_len:varint name value_len:varint value)* |
+//             value   (the rest of the body: the exact bytes that were published)
+//
+// crc32c covers the header from `count` on, and the payload. A batch whose magic, length or
+// crc is wrong marks the torn tail of a crash: recovery truncates the segment there.
+// Records carry no offset of their own, so a task encodes its output once, before it knows the
+// offsets, and the log copies the bytes as they are.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weir/key.h"
+#include "weir/record.h"
+#include "weir/status.h"
+#include "weir/types.h"
+#include "weir/value.h"
+
+namespace weir::log {
+
+inline constexpr uint32_t kBatchMagic = 0x3142'4C57;  // "WLB1"
+inline constexpr size_t kBatchHeaderSize = 32;
+
+// A record as stored, viewed in place. The views point into the buffer of whoever read it
+// (a PartitionReader, a RecordBatchBuilder) and live as long as that buffer.
+struct StoredRecord {
+  Offset offset;
+  EventTime timestamp;
+  KeySerde key_serde = KeySerde::kNull;
+  std::string_view key;
+  std::string_view value;     // exactly what was appended (JSON text for Weir's own writers)
+  std::string_view headers;   // encoded; see DecodeHeaders
+  uint32_t header_count = 0;
+
+  // The key as a Key (copies the bytes). kCorruption if the stored key is malformed.
+  Result<Key> DecodeKey() const;
+  // The headers as a vector (copies). kCorruption if the encoding is malformed.
+  Result<std::vector<Header>> DecodeHeaders() const;
+};
+
+// Encodes records back to back in the record format, for one Append. Not thread-safe; owned by
+// one producer (a task's output buffer for one partition, a CLI producer, a publish request).
+class RecordBatchBuilder {
+ public:
+  // Encodes one record. The value is written as JSON text straight into the buffer.
+  void Add(EventTime timestamp, const Key& key, const Value& value,
+           std::span<const Header> headers = {});
+  // Encodes one record whose value is already JSON text (or any bytes): stored as is.
+  void AddRaw(EventTime timestamp, KeySerde key_serde, std::string_view key,
+              std::string_view value, std::span<const Header> headers = {});
+
+  size_t count() const { return count_; }
+  size_t bytes() const { return buffer_.size(); }
+  bool empty() const { return count_ == 0; }
+  std::string_view payload() const { return buffer_; }
+  // Empties the builder and keeps its capacity.
+  void Clear();
+
+ private:
+  void AppendPrefix(EventTime timestamp, KeySerde key_serde, std::string_view key,
+                    std::span<const Header> headers, size_t& body_start);
+  void FinishBody(size_t body_start);
+
+  std::string buffer_;
+  size_t count_ = 0;
+};
+
+// Decodes the records of a payload (count records) into views, assigning offsets from `base`.
+// kCorruption if the bytes do not hold exactly `count` well-formed records.
+Status DecodeRecords(std::string_view payload, uint32_t count, Offset base,
+                     std::vector<StoredRecord>& out);
+
+// CRC-32C (Castagnoli), hardware-accelerated where the CPU has SSE4.2.
+uint32_t Crc32c(uint32_t crc, std::string_view data);
+
+}  // namespace weir::log
