@@ -75,7 +75,8 @@ PartitionId KafkaPartition(std::string_view key_bytes, int32_t partitions);
 
 enum class Durability : uint8_t { kNoWait, kWaitDurable };
 
-class Segment;  // log.cc
+class Segment;    // segment.h
+class ChunkPool;  // partition_state.h
 
 class Partition {
  public:
@@ -92,10 +93,20 @@ class Partition {
   // once they are durable (and, for a plain partition, visible). kFailedPrecondition if the
   // partition is transactional and `owner` is not its owner; kResourceExhausted on a full disk
   // (the partition stays usable; the records are not appended).
+  // A write that fails (full disk, I/O error) discards every record not yet durable, and the
+  // written end goes back to the durable end: kWaitDurable appenders and WaitDurable callers
+  // waiting at that moment get the error. A kNoWait appender learns it from WaitDurable.
+  // Back-pressure: an append to a plain partition waits while 16 MiB (or 4 x
+  // group_commit_bytes) are pending. kAlways, and kWaitDurable on a transactional partition,
+  // write and fsync in the calling thread.
   Result<Offset> Append(const RecordBatchBuilder& batch, Durability durability = Durability::kNoWait,
                         std::string_view owner = {});
   // Blocks until [.., end) is durable (plain partitions: and visible), or the timeout passes
-  // (kUnavailable). Returns at once if already so.
+  // (kUnavailable). Returns at once if already so. kInvalidArgument if `end` is beyond the
+  // written end. The error of a failed write if [.., end) reaches into the records it discarded
+  // and is not durable (offsets are reused after a discard, so once later records have made
+  // that range durable again, OK is all that can be said: acknowledge with kWaitDurable when
+  // each append must be known durable).
   Status WaitDurable(Offset end, std::chrono::milliseconds timeout = std::chrono::minutes(1));
 
   // Transactional partitions only (REQUIRES: claimed by `owner`).
@@ -107,10 +118,17 @@ class Partition {
   Status Publish(Offset end, std::string_view owner);
   // Discards every record at or after `end` (files and memory), for recovery.
   // REQUIRES: end >= FirstOffset(); end <= WrittenEnd().
+  // `end` must be a batch boundary in the files (every end that Flush returned is one) or fall
+  // in the records not yet flushed (any offset there). Inside a written batch it is
+  // kInvalidArgument and nothing changes. Truncating below the visible end while readers read
+  // the partition is not supported (they may return records that are being removed).
   Status TruncateTo(Offset end, std::string_view owner);
 
   // Deletes whole segments (never the active one) that are beyond retention_bytes or whose
   // newest append is older than retention_age. Returns how many records it removed.
+  // Like Kafka, a segment goes once the newer segments alone hold retention_bytes, so a
+  // partition keeps at least retention_bytes and at most that plus one segment. Never removes a
+  // segment holding records beyond the visible end (an unpublished transaction).
   Result<int64_t> EnforceRetention(std::chrono::system_clock::time_point now);
 
   // Bytes held in segment files.
@@ -169,16 +187,29 @@ class PartitionReader {
   // Up to max_records records from the position, all below the visible end; empty when caught
   // up. The views stay valid until the next call. kOutOfRange when the position is below the
   // first retained offset (retention removed it) or above the visible end.
+  // May return fewer than max_records before the end (at a segment boundary); kCorruption
+  // naming the segment file if a batch's crc or format is wrong; kNotFound once the topic is
+  // deleted.
   Result<std::span<const StoredRecord>> Next(size_t max_records = 4096);
   Offset position() const { return position_; }
   void Seek(Offset position) { position_ = position; }
 
  private:
+  // Reads and decodes whole batches from the one holding `position` on, none at or past
+  // `visible`, into buffer_/records_.
+  Status Fill(int64_t position, int64_t visible);
+
   Partition& partition_;
   Offset position_;
-  std::string buffer_;
-  std::vector<StoredRecord> records_;
-  std::shared_ptr<Segment> segment_;
+  std::string buffer_;                 // bytes read from segment_; records_ point into it
+  std::vector<StoredRecord> records_;  // decoded from buffer_; records_[i] is records_base_ + i
+  int64_t records_base_ = 0;
+  // Where the batch after the last decoded one starts, to read on without an index lookup;
+  // -1 when unknown.
+  int64_t next_batch_offset_ = -1;
+  int64_t next_file_pos_ = 0;
+  uint64_t truncations_seen_ = 0;
+  std::shared_ptr<Segment> segment_;  // keeps the file open if retention deletes it
 };
 
 struct LogOptions {
@@ -225,6 +256,14 @@ class LogStore {
   explicit LogStore(LogOptions options);
   void CommitterLoop();
   void NotifyChange();
+  // Tells the committer there is work: a group to flush after the interval, or now if urgent.
+  void WakeCommitter(bool urgent);
+  Result<std::unique_ptr<Topic>> LoadTopic(const std::string& name);
+  // REQUIRES: mu_ held.
+  Result<Topic*> CreateTopicLocked(const std::string& name, const TopicConfig& config);
+  // REQUIRES: mu_ held, or the store not yet shared.
+  Topic* Register(std::unique_ptr<Topic> topic);
+  std::vector<Partition*> LivePartitions();
 
   LogOptions options_;
   mutable std::mutex mu_;  // guards topics_
@@ -234,6 +273,19 @@ class LogStore {
   std::condition_variable change_cv_;
   std::atomic<bool> stop_{false};
   std::thread committer_;
+  // The committer's wake-ups; stop_ is also set under commit_mu_.
+  std::mutex commit_mu_;
+  std::condition_variable commit_cv_;
+  bool commit_work_ = false;    // guarded by commit_mu_
+  bool commit_urgent_ = false;  // guarded by commit_mu_
+  // Every partition of every live topic, for the committer without taking mu_ (which topic
+  // creation holds across its file I/O).
+  std::mutex live_mu_;
+  std::vector<Partition*> live_;  // guarded by live_mu_
+  // Deleted topics: callers may still hold their Topic* or Partition&. Guarded by mu_.
+  std::vector<std::unique_ptr<Topic>> retired_;
+  int lock_fd_ = -1;                       // flock on <dir>/LOCK: one LogStore per directory
+  std::unique_ptr<ChunkPool> chunk_pool_;  // pending-record buffers, reused across partitions
   friend class Partition;
 };
 

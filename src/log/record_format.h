@@ -79,6 +79,8 @@ class RecordBatchBuilder {
 
 // Decodes the records of a payload (count records) into views, assigning offsets from `base`.
 // kCorruption if the bytes do not hold exactly `count` well-formed records.
+// The records are appended to `out` (so a reader can decode several batches into one vector);
+// on failure `out` is left as it was. Never reads outside `payload`.
 Status DecodeRecords(std::string_view payload, uint32_t count, Offset base,
                      std::vector<StoredRecord>& out);
 

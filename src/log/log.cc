@@ -1,0 +1,1085 @@
+#include "log/log.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "core/coding.h"
+#include "log/partition_state.h"
+#include "weir/value.h"
+
+namespace weir::log {
+namespace fs = std::filesystem;
+namespace {
+
+// Batches stay below this many payload bytes (a single bigger record gets a batch of its own),
+// so a reader never needs a huge buffer however much a checkpoint flushes at once.
+constexpr size_t kMaxBatchPayload = 1 << 20;
+// Topic directories being created or deleted carry a suffix no topic name can have.
+constexpr std::string_view kCreatingSuffix = "~creating";
+constexpr std::string_view kDeletedSuffix = "~deleted";
+constexpr const char* kTopicFile = "topic.json";
+constexpr const char* kCommittedFile = "committed";
+constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
+constexpr int64_t kKeepVisible = std::numeric_limits<int64_t>::min();
+
+int64_t NowMs(std::chrono::system_clock::time_point now = std::chrono::system_clock::now()) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+}
+
+Status ValidateTopicName(const std::string& name) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("invalid topic name '" + name + "': " + why);
+  };
+  if (name.empty() || name.size() > 200) return bad("must be 1 to 200 characters");
+  if (name == "." || name == "..") return bad("'.' and '..' are reserved");
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return bad("only letters, digits, '.', '_' and '-' are allowed");
+  }
+  return Status::OK();
+}
+
+bool HasSuffix(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Byte length of the first `n` records of encoded records (RecordBatchBuilder's format).
+size_t RecordsPrefixBytes(std::string_view records, int64_t n) {
+  size_t pos = 0;
+  for (int64_t i = 0; i < n; ++i) pos += 4 + coding::DecodeFixed32(records.data() + pos);
+  WEIR_CHECK(pos <= records.size(), "pending records are malformed");
+  return pos;
+}
+
+std::string EncodeTopicJson(const TopicConfig& config, const std::string& owner) {
+  return Value::MakeObject(
+             {{"version", 1},
+              {"partitions", config.partitions},
+              {"retention_bytes", config.retention_bytes},
+              {"retention_age_ms", static_cast<int64_t>(config.retention_age.count())},
+              {"segment_bytes", config.segment_bytes},
+              {"owner", owner}})
+      .ToJson();
+}
+
+Status DecodeTopicJson(const fs::path& path, std::string_view text, TopicConfig& config,
+                       std::string& owner) {
+  auto bad = [&](const std::string& why) { return Status::Corruption(path.string() + ": " + why); };
+  auto parsed = Value::Parse(text);
+  if (!parsed.ok()) return bad(parsed.status().message());
+  const Value& v = *parsed;
+  if (!v.is_object()) return bad("not a JSON object");
+  auto int_field = [&](const char* name, int64_t& out) -> Status {
+    const Value* f = v.Find(name);
+    if (f == nullptr || !f->is_int())
+      return bad("field '" + std::string(name) + "' must be an integer");
+    out = f->as_int();
+    return Status::OK();
+  };
+  int64_t partitions, age_ms;
+  WEIR_RETURN_IF_ERROR(int_field("partitions", partitions));
+  WEIR_RETURN_IF_ERROR(int_field("retention_bytes", config.retention_bytes));
+  WEIR_RETURN_IF_ERROR(int_field("retention_age_ms", age_ms));
+  WEIR_RETURN_IF_ERROR(int_field("segment_bytes", config.segment_bytes));
+  if (partitions < 1 || partitions > std::numeric_limits<int32_t>::max()) {
+    return bad("field 'partitions' out of range");
+  }
+  config.partitions = static_cast<int32_t>(partitions);
+  config.retention_age = std::chrono::milliseconds(age_ms);
+  const Value* o = v.Find("owner");
+  if (o == nullptr || !o->is_string()) return bad("field 'owner' must be a string");
+  owner = o->as_string();
+  Status valid = config.Validate();
+  if (!valid.ok()) return bad(valid.message());
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<FsyncPolicy> ParseFsyncPolicy(std::string_view name) {
+  if (name == "group") return FsyncPolicy::kGroup;
+  if (name == "always") return FsyncPolicy::kAlways;
+  if (name == "never") return FsyncPolicy::kNever;
+  return Status::InvalidArgument("unknown fsync policy '" + std::string(name) +
+                                 "' (expected group, always or never)");
+}
+
+Status TopicConfig::Validate() const {
+  if (partitions < 1 || partitions > 10000) {
+    return Status::InvalidArgument("TopicConfig.partitions must be between 1 and 10000, got " +
+                                   std::to_string(partitions));
+  }
+  if (segment_bytes < 4096) {
+    return Status::InvalidArgument("TopicConfig.segment_bytes must be at least 4096, got " +
+                                   std::to_string(segment_bytes));
+  }
+  if (retention_bytes < -1) {
+    return Status::InvalidArgument(
+        "TopicConfig.retention_bytes must be -1 (keep everything) or >= 0, got " +
+        std::to_string(retention_bytes));
+  }
+  if (retention_age.count() < -1) {
+    return Status::InvalidArgument(
+        "TopicConfig.retention_age must be -1 ms (keep everything) or >= 0, got " +
+        std::to_string(retention_age.count()) + " ms");
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// ChunkPool
+
+std::unique_ptr<char[]> ChunkPool::Get() {
+  {
+    std::lock_guard lk(mu_);
+    if (!free_.empty()) {
+      auto chunk = std::move(free_.back());
+      free_.pop_back();
+      return chunk;
+    }
+  }
+  return std::make_unique_for_overwrite<char[]>(kChunkBytes);
+}
+
+void ChunkPool::Recycle(std::vector<PendingChunk>& chunks) {
+  {
+    std::lock_guard lk(mu_);
+    for (PendingChunk& c : chunks) {
+      if (c.capacity == kChunkBytes && free_.size() < max_free_) free_.push_back(std::move(c.data));
+    }
+  }
+  chunks.clear();  // frees what the pool did not take, outside its lock
+}
+
+// ---------------------------------------------------------------------------------------------
+// Partition::State
+
+Partition::State::State(Partition* self, LogStore* store, fs::path dir, const TopicConfig& config)
+    : self(self), store(store), dir(std::move(dir)), config(config) {}
+
+std::string Partition::State::Where() const {
+  return "topic '" + self->topic_name_ + "' partition " + std::to_string(self->id_.value());
+}
+
+Status Partition::State::Materialize(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directory(dir, ec);
+  if (ec) return FileError(ec.value(), "creating directory", dir);
+  const fs::path first = dir / SegmentFileName(0);
+  const int fd = ::open(first.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return FileError(errno, "creating segment", first);
+  ::close(fd);
+  return SyncDir(dir);
+}
+
+Status Partition::State::Open(bool is_transactional) {
+  std::vector<std::pair<int64_t, fs::path>> files;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const int64_t base = ParseSegmentFileName(it->path().filename().string());
+    if (base >= 0) files.emplace_back(base, it->path());
+  }
+  if (ec) return FileError(ec.value(), "listing", dir);
+  std::sort(files.begin(), files.end());
+
+  std::vector<std::shared_ptr<Segment>> opened;
+  if (files.empty()) {
+    WEIR_ASSIGN_OR_RETURN(auto segment, Segment::Create(dir, 0));
+    opened.push_back(std::move(segment));
+  }
+  int64_t total = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const bool last = i + 1 == files.size();
+    const auto& [base, path] = files[i];
+    if (!opened.empty() && opened.back()->end_offset() != base) {
+      return Status::Corruption(path.string() + " starts at offset " + std::to_string(base) +
+                                " but the segment before it ends at " +
+                                std::to_string(opened.back()->end_offset()));
+    }
+    // Only the last segment can hold a torn write: a segment is fsynced before the next one is
+    // created. Checking its crcs is what makes a flipped bit there a torn tail, not data.
+    WEIR_ASSIGN_OR_RETURN(auto segment, Segment::Open(path, base, /*verify_crc=*/last,
+                                                      /*cut_torn_tail=*/last));
+    total += segment->size();
+    opened.push_back(std::move(segment));
+  }
+  const int64_t first = opened.front()->base_offset();
+  const int64_t end = opened.back()->end_offset();
+  segments = std::move(opened);
+  first_offset.store(first);
+  size_bytes.store(total);
+  written_end = end;
+  written_end_atomic.store(end);
+  self->durable_end_.store(end);
+  transactional.store(is_transactional);
+
+  int64_t visible = end;
+  if (is_transactional) {
+    visible = first;
+    auto committed = ReadWholeFile(dir / kCommittedFile);
+    if (committed.ok()) {
+      if (committed->size() != 8) {
+        return Status::Corruption((dir / kCommittedFile).string() + " is not 8 bytes long");
+      }
+      const auto value = static_cast<int64_t>(coding::DecodeFixed64(committed->data()));
+      visible = std::clamp(value, first, end);
+    } else if (committed.status().code() != StatusCode::kNotFound) {
+      return committed.status();
+    }
+  }
+  self->visible_end_.store(visible);
+  return Status::OK();
+}
+
+Status Partition::State::CheckOwner(std::string_view who, std::string_view operation) const {
+  if (owner.empty()) {
+    return Status::FailedPrecondition(Where() + " is not transactional: " + std::string(operation) +
+                                      " needs a topic claimed with ClaimForTransactions");
+  }
+  if (who != owner) {
+    return Status::FailedPrecondition(Where() + " is owned by '" + owner +
+                                      "': " + std::string(operation) + " by '" + std::string(who) +
+                                      "' refused");
+  }
+  return Status::OK();
+}
+
+void Partition::State::AddPending(std::string_view payload, int64_t count) {
+  if (pending.empty() || pending.back().capacity - pending.back().size < payload.size()) {
+    PendingChunk chunk;
+    if (payload.size() <= kChunkBytes) {
+      chunk.data = store->chunk_pool_->Get();
+      chunk.capacity = kChunkBytes;
+    } else {
+      chunk.data = std::make_unique_for_overwrite<char[]>(payload.size());
+      chunk.capacity = payload.size();
+    }
+    pending.push_back(std::move(chunk));
+  }
+  PendingChunk& chunk = pending.back();
+  std::memcpy(chunk.data.get() + chunk.size, payload.data(), payload.size());
+  chunk.size += payload.size();
+  chunk.count += count;
+  pending_bytes += payload.size();
+  pending_count += count;
+}
+
+void Partition::State::KeepPending(int64_t records) {
+  int64_t left = records;
+  size_t i = 0;
+  while (i < pending.size() && left >= pending[i].count) left -= pending[i++].count;
+  if (i < pending.size() && left > 0) {
+    PendingChunk& cut = pending[i++];
+    const size_t keep = RecordsPrefixBytes(cut.bytes(), left);
+    pending_bytes -= cut.size - keep;
+    cut.size = keep;
+    cut.count = left;
+  }
+  std::vector<PendingChunk> dropped;
+  for (size_t j = i; j < pending.size(); ++j) {
+    pending_bytes -= pending[j].size;
+    dropped.push_back(std::move(pending[j]));
+  }
+  pending.resize(i);
+  pending_count = records;
+  store->chunk_pool_->Recycle(dropped);
+}
+
+void Partition::State::ClearPending() {
+  pending_bytes = 0;
+  pending_count = 0;
+  store->chunk_pool_->Recycle(pending);
+}
+
+Status Partition::State::WriteCommittedFile(int64_t end) const {
+  std::string bytes;
+  coding::PutFixed64(bytes, static_cast<uint64_t>(end));
+  // No fsync: a committed file that a crash leaves stale is lower than the truth, and the owner
+  // publishes again from its checkpoint on recovery.
+  return WriteFileAtomically(dir / kCommittedFile, bytes, /*durable=*/false).WithContext(Where());
+}
+
+Status Partition::State::FlushPlain() {
+  std::lock_guard io(io_mu);
+  if (transactional.load() || deleted_atomic.load()) return Status::OK();
+  return WritePendingLocked(store->options().fsync != FsyncPolicy::kNever, kNoLimit);
+}
+
+Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
+  int64_t base, count;
+  {
+    std::lock_guard lk(append_mu);
+    if (pending_count == 0) return Status::OK();
+    flushing.swap(pending);
+    count = pending_count;
+    pending_count = 0;
+    pending_bytes = 0;
+    base = written_end - count;
+  }
+  durable_cv.notify_all();  // appenders held back by a full pending buffer
+
+  // One batch per chunk, except that a chunk bigger than kMaxBatchPayload (one big Append) is
+  // cut at record boundaries.
+  struct Planned {
+    const char* data;
+    size_t len;
+    uint32_t count;
+  };
+  std::vector<Planned> planned;
+  int64_t planned_count = 0;
+  for (const PendingChunk& chunk : flushing) {
+    const char* d = chunk.data.get();
+    size_t begin = 0, pos = 0;
+    uint32_t n = 0;
+    while (pos < chunk.size) {
+      const size_t record = 4 + coding::DecodeFixed32(d + pos);
+      if (n > 0 && pos + record - begin > kMaxBatchPayload) {
+        planned.push_back({d + begin, pos - begin, n});
+        begin = pos;
+        n = 0;
+      }
+      pos += record;
+      ++n;
+    }
+    if (n > 0) planned.push_back({d + begin, pos - begin, n});
+  }
+  for (const Planned& b : planned) planned_count += b.count;
+  WEIR_CHECK(planned_count == count, "pending record count does not match the pending bytes");
+
+  // A run is what goes to one segment file.
+  struct Run {
+    std::shared_ptr<Segment> segment;
+    int64_t start_size;
+    int64_t size;
+    bool created;
+    std::vector<iovec> iov;
+    std::vector<std::pair<BatchHeader, int64_t>> batches;
+  };
+  std::vector<Run> runs;
+  {
+    std::lock_guard lk(index_mu);
+    const auto& active = segments.back();
+    runs.push_back({active, active->size(), active->size(), false, {}, {}});
+  }
+  std::vector<std::array<char, kBatchHeaderSize>> headers(planned.size());
+  const int64_t now_ms = NowMs();
+  int64_t offset = base;
+  Status status;
+  auto write_run = [&](Run& run) {
+    return WriteAt(run.segment->fd(), run.iov, run.start_size, run.segment->path());
+  };
+  for (size_t i = 0; i < planned.size() && status.ok(); ++i) {
+    const Planned& b = planned[i];
+    const auto payload_len = static_cast<int64_t>(b.len);
+    const int64_t bytes = static_cast<int64_t>(kBatchHeaderSize) + payload_len;
+    if (runs.back().size > 0 && runs.back().size + bytes > config.segment_bytes) {
+      // Roll. The old segment is fsynced first, whatever the policy, so that a later segment
+      // never holds data that an earlier one lacks: only the last segment can be torn.
+      status = write_run(runs.back());
+      if (status.ok()) status = SyncFile(runs.back().segment->fd(), runs.back().segment->path());
+      if (!status.ok()) break;
+      auto created = Segment::Create(dir, offset);
+      if (!created.ok()) {
+        status = created.status();
+        break;
+      }
+      runs.push_back({std::move(created).value(), 0, 0, true, {}, {}});
+    }
+    Run& run = runs.back();
+    BatchHeader h;
+    h.payload_len = static_cast<uint32_t>(payload_len);
+    h.count = b.count;
+    h.base_offset = offset;
+    h.append_time_ms = now_ms;
+    const std::string_view payload(b.data, b.len);
+    h.EncodeWithCrc(payload, headers[i].data());
+    run.iov.push_back({headers[i].data(), kBatchHeaderSize});
+    run.iov.push_back({const_cast<char*>(payload.data()), payload.size()});
+    run.batches.emplace_back(h, run.size);
+    run.size += bytes;
+    offset += b.count;
+  }
+  if (status.ok()) status = write_run(runs.back());
+  if (status.ok() && sync)
+    status = SyncFile(runs.back().segment->fd(), runs.back().segment->path());
+
+  if (!status.ok()) {
+    // Leave the files as they were before this write, so the partition stays consistent and
+    // usable (a full disk is not corruption), and report the records as not appended.
+    bool unlinked = false;
+    for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
+      if (it->created) {
+        ::unlink(it->segment->path().c_str());
+        unlinked = true;
+      } else if (::ftruncate(it->segment->fd(), it->start_size) == 0) {
+        ::fdatasync(it->segment->fd());
+      }
+    }
+    if (unlinked) (void)SyncDir(dir);
+    status = status.WithContext(Where());
+    {
+      std::lock_guard lk(append_mu);
+      lost_from = base;
+      lost_to = written_end;
+      ClearPending();
+      written_end = base;
+      written_end_atomic.store(base, std::memory_order_release);
+      ++failures;
+      last_failure = status;
+    }
+    durable_cv.notify_all();
+    store->chunk_pool_->Recycle(flushing);
+    return status;
+  }
+
+  int64_t written_bytes = 0;
+  {
+    std::lock_guard lk(index_mu);
+    for (Run& run : runs) {
+      for (const auto& [h, pos] : run.batches) run.segment->AddBatch(h, pos);
+      run.segment->set_size(run.size);
+      written_bytes += run.size - run.start_size;
+      if (run.created) segments.push_back(run.segment);
+    }
+  }
+  size_bytes.fetch_add(written_bytes, std::memory_order_relaxed);
+  const int64_t new_end = base + count;
+  bool visible_moved = false;
+  {
+    std::lock_guard lk(append_mu);
+    self->durable_end_.store(new_end, std::memory_order_release);
+    const int64_t visible = std::min(new_end, visible_limit);
+    if (visible > self->visible_end_.load(std::memory_order_relaxed)) {
+      self->visible_end_.store(visible, std::memory_order_release);
+      visible_moved = true;
+    }
+  }
+  durable_cv.notify_all();
+  if (visible_moved) store->NotifyChange();
+  store->chunk_pool_->Recycle(flushing);
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Partition
+
+Partition::Partition(std::string topic_name, PartitionId id)
+    : topic_name_(std::move(topic_name)), id_(id) {}
+
+Partition::~Partition() = default;
+
+Offset Partition::FirstOffset() const {
+  return Offset(state_->first_offset.load(std::memory_order_acquire));
+}
+
+Offset Partition::WrittenEnd() const {
+  return Offset(state_->written_end_atomic.load(std::memory_order_acquire));
+}
+
+int64_t Partition::SizeBytes() const { return state_->size_bytes.load(std::memory_order_relaxed); }
+
+Result<Offset> Partition::Append(const RecordBatchBuilder& batch, Durability durability,
+                                 std::string_view owner) {
+  State& st = *state_;
+  const LogOptions& options = st.store->options();
+  // Back-pressure: producers faster than the disk wait rather than grow memory without bound.
+  const size_t max_pending = std::max<size_t>(16 << 20, 4 * options.group_commit_bytes);
+  int64_t base, end;
+  uint64_t failures;
+  bool is_transactional, wake, urgent;
+  {
+    std::unique_lock lk(st.append_mu);
+    is_transactional = !st.owner.empty();
+    if (is_transactional) {
+      WEIR_RETURN_IF_ERROR(st.CheckOwner(owner, "append"));
+    } else {
+      while (st.pending_bytes >= max_pending && !st.deleted) {
+        lk.unlock();
+        st.store->WakeCommitter(/*urgent=*/true);
+        lk.lock();
+        st.durable_cv.wait(lk, [&] { return st.pending_bytes < max_pending || st.deleted; });
+      }
+    }
+    if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
+    if (batch.empty()) return Offset(st.written_end);
+    const size_t before = st.pending_bytes;
+    st.AddPending(batch.payload(), static_cast<int64_t>(batch.count()));
+    base = st.written_end;
+    end = base + static_cast<int64_t>(batch.count());
+    st.written_end = end;
+    st.written_end_atomic.store(end, std::memory_order_release);
+    failures = st.failures;
+    wake = before == 0;
+    urgent = before <= options.group_commit_bytes && st.pending_bytes > options.group_commit_bytes;
+  }
+
+  const bool write_now = options.fsync == FsyncPolicy::kAlways ||
+                         (is_transactional && durability == Durability::kWaitDurable);
+  if (write_now) {
+    std::lock_guard io(st.io_mu);
+    {
+      std::lock_guard lk(st.append_mu);
+      if (DurableEnd().value() >= end) return Offset(base);  // another writer took ours along
+      if (st.failures != failures) return st.last_failure;
+      if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
+    }
+    WEIR_RETURN_IF_ERROR(st.WritePendingLocked(options.fsync != FsyncPolicy::kNever,
+                                               is_transactional ? kKeepVisible : kNoLimit));
+    return Offset(base);
+  }
+  if (is_transactional) return Offset(base);  // the owner's Flush writes it
+
+  if (durability == Durability::kWaitDurable) urgent = true;
+  if (wake || urgent) st.store->WakeCommitter(urgent);
+  if (durability == Durability::kWaitDurable) {
+    std::unique_lock lk(st.append_mu);
+    st.durable_cv.wait(
+        lk, [&] { return NextOffset().value() >= end || st.failures != failures || st.deleted; });
+    if (NextOffset().value() >= end) return Offset(base);
+    if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
+    return st.last_failure;
+  }
+  return Offset(base);
+}
+
+Status Partition::WaitDurable(Offset end_offset, std::chrono::milliseconds timeout) {
+  State& st = *state_;
+  const int64_t end = end_offset.value();
+  std::unique_lock lk(st.append_mu);
+  const bool is_transactional = !st.owner.empty();
+  auto done = [&] {
+    return DurableEnd().value() >= end && (is_transactional || NextOffset().value() >= end);
+  };
+  if (done()) return Status::OK();
+  if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
+  // Offsets are reused after a failed write discarded them; a wait for a discarded range cannot
+  // tell whose records now sit there, so it reports the failure rather than risk a false OK.
+  if (st.failures > 0 && st.lost_from < end && end <= st.lost_to) {
+    return st.last_failure.WithContext("records below offset " + std::to_string(end) +
+                                       " were discarded by a failed write");
+  }
+  if (end > st.written_end) {
+    return Status::InvalidArgument(st.Where() + ": cannot wait for offset " + std::to_string(end) +
+                                   ", beyond the written end " + std::to_string(st.written_end));
+  }
+  const uint64_t failures = st.failures;
+  if (!is_transactional) {
+    lk.unlock();
+    st.store->WakeCommitter(/*urgent=*/true);
+    lk.lock();
+  }
+  st.durable_cv.wait_for(lk, timeout,
+                         [&] { return done() || st.failures != failures || st.deleted; });
+  if (done()) return Status::OK();
+  if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
+  if (st.failures != failures) return st.last_failure;
+  return Status::Unavailable(st.Where() + ": offset " + std::to_string(end) +
+                             " not durable after " + std::to_string(timeout.count()) +
+                             " ms (durable end " + std::to_string(DurableEnd().value()) + ")");
+}
+
+Result<Offset> Partition::Flush(std::string_view owner) {
+  State& st = *state_;
+  std::lock_guard io(st.io_mu);
+  {
+    std::lock_guard lk(st.append_mu);
+    if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
+    WEIR_RETURN_IF_ERROR(st.CheckOwner(owner, "Flush"));
+  }
+  WEIR_RETURN_IF_ERROR(
+      st.WritePendingLocked(st.store->options().fsync != FsyncPolicy::kNever, kKeepVisible));
+  return DurableEnd();
+}
+
+Status Partition::Publish(Offset end_offset, std::string_view owner) {
+  State& st = *state_;
+  const int64_t end = end_offset.value();
+  std::lock_guard io(st.io_mu);
+  {
+    std::lock_guard lk(st.append_mu);
+    if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
+    WEIR_RETURN_IF_ERROR(st.CheckOwner(owner, "Publish"));
+  }
+  const int64_t visible = NextOffset().value();
+  if (end > DurableEnd().value()) {
+    return Status::InvalidArgument(st.Where() + ": cannot publish up to offset " +
+                                   std::to_string(end) + ", beyond the durable end " +
+                                   std::to_string(DurableEnd().value()) + " (Flush first)");
+  }
+  if (end < visible) {
+    return Status::InvalidArgument(st.Where() + ": cannot publish up to offset " +
+                                   std::to_string(end) + ", below the visible end " +
+                                   std::to_string(visible) + " (use TruncateTo)");
+  }
+  if (end == visible) return Status::OK();
+  WEIR_RETURN_IF_ERROR(st.WriteCommittedFile(end));
+  visible_end_.store(end, std::memory_order_release);
+  st.store->NotifyChange();
+  return Status::OK();
+}
+
+Status Partition::TruncateTo(Offset end_offset, std::string_view owner) {
+  State& st = *state_;
+  const int64_t end = end_offset.value();
+  std::lock_guard io(st.io_mu);
+  {
+    std::lock_guard lk(st.append_mu);
+    if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
+    WEIR_RETURN_IF_ERROR(st.CheckOwner(owner, "TruncateTo"));
+    const int64_t first = FirstOffset().value();
+    if (end < first || end > st.written_end) {
+      return Status::InvalidArgument(
+          st.Where() + ": cannot truncate to offset " + std::to_string(end) +
+          ": it must be between the first offset " + std::to_string(first) +
+          " and the written end " + std::to_string(st.written_end));
+    }
+    const int64_t pending_base = st.written_end - st.pending_count;
+    if (end >= pending_base) {  // only unflushed records go: no file changes
+      st.KeepPending(end - pending_base);
+      st.written_end = end;
+      st.written_end_atomic.store(end, std::memory_order_release);
+      return Status::OK();
+    }
+  }
+
+  // Find the cut in the files before changing anything, so a refusal leaves all as it was.
+  size_t keep;
+  std::shared_ptr<Segment> segment;
+  int64_t start;
+  {
+    std::lock_guard lk(st.index_mu);
+    keep = st.segments.size();
+    while (keep > 1 && st.segments[keep - 1]->base_offset() > end) --keep;
+    segment = st.segments[keep - 1];
+    start = segment->IndexLookup(end);
+  }
+  WEIR_ASSIGN_OR_RETURN(const int64_t cut, segment->FindBatchStart(end, start));
+
+  st.truncations.fetch_add(1, std::memory_order_acq_rel);
+  bool visible_moved = false;
+  {
+    std::lock_guard lk(st.append_mu);
+    st.ClearPending();
+    st.written_end = end;
+    st.written_end_atomic.store(end, std::memory_order_release);
+    if (NextOffset().value() > end) {
+      visible_end_.store(end, std::memory_order_release);
+      visible_moved = true;
+    }
+    durable_end_.store(end, std::memory_order_release);
+  }
+  std::vector<std::shared_ptr<Segment>> dropped;
+  {
+    std::lock_guard lk(st.index_mu);
+    dropped.assign(st.segments.begin() + static_cast<ptrdiff_t>(keep), st.segments.end());
+    st.segments.resize(keep);
+  }
+  // Newest first: a crash part-way leaves a log that is merely less truncated.
+  for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) {
+    if (::unlink((*it)->path().c_str()) != 0) return FileError(errno, "deleting", (*it)->path());
+  }
+  if (::ftruncate(segment->fd(), cut) != 0) return FileError(errno, "truncating", segment->path());
+  WEIR_RETURN_IF_ERROR(SyncFile(segment->fd(), segment->path()));
+  if (!dropped.empty()) WEIR_RETURN_IF_ERROR(SyncDir(st.dir));
+  {
+    std::lock_guard lk(st.index_mu);
+    segment->TrimIndex(cut, end);
+    segment->set_size(cut);
+    int64_t total = 0;
+    for (const auto& s : st.segments) total += s->size();
+    st.size_bytes.store(total, std::memory_order_relaxed);
+  }
+  if (visible_moved) {
+    WEIR_RETURN_IF_ERROR(st.WriteCommittedFile(end));
+    st.store->NotifyChange();
+  }
+  return Status::OK();
+}
+
+Result<int64_t> Partition::EnforceRetention(std::chrono::system_clock::time_point now) {
+  State& st = *state_;
+  const TopicConfig& config = st.config;
+  if (config.retention_bytes < 0 && config.retention_age.count() < 0) return int64_t{0};
+  std::lock_guard io(st.io_mu);
+  if (st.deleted_atomic.load()) return int64_t{0};
+  const int64_t cutoff_ms = NowMs(now) - config.retention_age.count();
+  const int64_t visible = NextOffset().value();
+  std::vector<std::shared_ptr<Segment>> doomed;
+  {
+    std::lock_guard lk(st.index_mu);
+    int64_t total = st.size_bytes.load(std::memory_order_relaxed);
+    for (size_t i = 0; i + 1 < st.segments.size(); ++i) {
+      const auto& s = st.segments[i];
+      // Never remove what readers have not been allowed to see (an unpublished transaction).
+      if (s->end_offset() > visible) break;
+      // As Kafka: a segment goes when the newer ones alone hold retention_bytes.
+      const bool by_bytes =
+          config.retention_bytes >= 0 && total - s->size() >= config.retention_bytes;
+      const bool by_age = config.retention_age.count() >= 0 && s->newest_append_ms() < cutoff_ms;
+      if (!by_bytes && !by_age) break;
+      doomed.push_back(s);
+      total -= s->size();
+    }
+  }
+  // Oldest first: a crash part-way leaves a shorter prefix removed, never a hole.
+  size_t removed_segments = 0;
+  int64_t removed_records = 0, removed_bytes = 0;
+  Status status;
+  for (const auto& s : doomed) {
+    if (::unlink(s->path().c_str()) != 0) {
+      status = FileError(errno, "deleting", s->path()).WithContext(st.Where());
+      break;
+    }
+    ++removed_segments;
+    removed_bytes += s->size();
+  }
+  if (removed_segments > 0) {
+    std::lock_guard lk(st.index_mu);
+    for (size_t i = 0; i < removed_segments; ++i) {
+      removed_records += st.segments[i]->end_offset() - st.segments[i]->base_offset();
+    }
+    st.segments.erase(st.segments.begin(),
+                      st.segments.begin() + static_cast<ptrdiff_t>(removed_segments));
+    st.first_offset.store(st.segments.front()->base_offset(), std::memory_order_release);
+    st.size_bytes.fetch_sub(removed_bytes, std::memory_order_relaxed);
+  }
+  if (!status.ok()) return status;
+  return removed_records;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Topic
+
+Topic::Topic(std::string name, TopicConfig config, fs::path dir)
+    : name_(std::move(name)), config_(config), dir_(std::move(dir)) {}
+
+Partition& Topic::partition(PartitionId p) {
+  WEIR_CHECK(p.value() >= 0 && p.value() < num_partitions(),
+             "topic '" + name_ + "' has no partition " + std::to_string(p.value()));
+  return *partitions_[static_cast<size_t>(p.value())];
+}
+
+std::string Topic::owner() const {
+  std::lock_guard lk(mu_);
+  return owner_;
+}
+
+Status Topic::ClaimForTransactions(std::string_view owner) {
+  if (owner.empty()) {
+    return Status::InvalidArgument("topic '" + name_ +
+                                   "': the transaction owner must not be empty");
+  }
+  std::lock_guard lk(mu_);
+  if (owner_ == owner) return Status::OK();
+  if (!owner_.empty()) {
+    return Status::FailedPrecondition("topic '" + name_ + "' is owned by '" + owner_ + "'; '" +
+                                      std::string(owner) + "' cannot claim it");
+  }
+  auto revert = [&](size_t claimed) {
+    for (size_t i = 0; i < claimed; ++i) {
+      Partition::State& st = *partitions_[i]->state_;
+      std::lock_guard io(st.io_mu);
+      std::lock_guard al(st.append_mu);
+      st.owner.clear();
+      st.transactional.store(false);
+    }
+  };
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    Partition::State& st = *partitions_[i]->state_;
+    std::lock_guard io(st.io_mu);
+    int64_t claim_end;
+    {
+      std::lock_guard al(st.append_mu);
+      st.owner = std::string(owner);
+      st.transactional.store(true);
+      claim_end = st.written_end;
+    }
+    // What was appended before the claim was appended as plain records: it stays visible.
+    Status s = st.WritePendingLocked(st.store->options().fsync != FsyncPolicy::kNever, claim_end);
+    if (s.ok()) s = st.WriteCommittedFile(partitions_[i]->NextOffset().value());
+    if (!s.ok()) {
+      revert(i + 1);
+      return s;
+    }
+  }
+  // topic.json last: until it names the owner, a reopen sees a plain topic, whose committed
+  // files are ignored.
+  Status s = WriteFileAtomically(dir_ / kTopicFile, EncodeTopicJson(config_, std::string(owner)),
+                                 /*durable=*/true);
+  if (!s.ok()) {
+    revert(partitions_.size());
+    return s.WithContext("claiming topic '" + name_ + "'");
+  }
+  owner_ = std::string(owner);
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// LogStore
+
+// The pool holds enough free chunks for a couple of big groups in flight; beyond that, memory
+// goes back to the system.
+LogStore::LogStore(LogOptions options)
+    : options_(std::move(options)),
+      chunk_pool_(std::make_unique<ChunkPool>(
+          std::max<size_t>(32, 2 * options_.group_commit_bytes / kChunkBytes))) {}
+
+Result<std::unique_ptr<LogStore>> LogStore::Open(LogOptions options) {
+  if (options.dir.empty()) return Status::InvalidArgument("LogOptions.dir is empty");
+  if (options.group_commit_interval.count() <= 0) {
+    return Status::InvalidArgument("LogOptions.group_commit_interval must be positive");
+  }
+  if (options.retention_check_interval.count() <= 0) {
+    return Status::InvalidArgument("LogOptions.retention_check_interval must be positive");
+  }
+  std::error_code ec;
+  fs::create_directories(options.dir, ec);
+  if (ec) return FileError(ec.value(), "creating log directory", options.dir);
+
+  std::unique_ptr<LogStore> store(new LogStore(options));
+  const fs::path lock_path = options.dir / "LOCK";
+  store->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (store->lock_fd_ < 0) return FileError(errno, "opening", lock_path);
+  if (::flock(store->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return Status::Unavailable("log directory " + options.dir.string() +
+                               " is in use by another LogStore (" + lock_path.string() +
+                               " is locked)");
+  }
+
+  std::vector<std::string> names;
+  for (fs::directory_iterator it(options.dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_directory()) continue;
+    const std::string name = it->path().filename().string();
+    if (HasSuffix(name, kCreatingSuffix) || HasSuffix(name, kDeletedSuffix)) {
+      fs::remove_all(it->path(), ec);  // an interrupted create or delete
+      if (ec) return FileError(ec.value(), "removing", it->path());
+      continue;
+    }
+    if (ValidateTopicName(name).ok() && fs::exists(it->path() / kTopicFile)) names.push_back(name);
+  }
+  if (ec) return FileError(ec.value(), "listing log directory", options.dir);
+  for (const std::string& name : names) {
+    auto topic = store->LoadTopic(name);
+    if (!topic.ok()) return topic.status().WithContext("opening log " + options.dir.string());
+    store->Register(std::move(topic).value());
+  }
+  store->committer_ = std::thread([s = store.get()] { s->CommitterLoop(); });
+  return store;
+}
+
+LogStore::~LogStore() {
+  {
+    std::lock_guard lk(commit_mu_);
+    stop_ = true;
+  }
+  commit_cv_.notify_all();
+  if (committer_.joinable()) committer_.join();
+  Status s = FlushAll();
+  if (!s.ok()) std::fprintf(stderr, "weir log: flush at close failed: %s\n", s.ToString().c_str());
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+Result<std::unique_ptr<Topic>> LogStore::LoadTopic(const std::string& name) {
+  const fs::path dir = options_.dir / name;
+  WEIR_ASSIGN_OR_RETURN(std::string json, ReadWholeFile(dir / kTopicFile));
+  TopicConfig config;
+  std::string owner;
+  WEIR_RETURN_IF_ERROR(DecodeTopicJson(dir / kTopicFile, json, config, owner));
+  std::unique_ptr<Topic> topic(new Topic(name, config, dir));
+  topic->owner_ = owner;
+  for (int32_t p = 0; p < config.partitions; ++p) {
+    std::unique_ptr<Partition> partition(new Partition(name, PartitionId(p)));
+    partition->state_ =
+        std::make_unique<Partition::State>(partition.get(), this, dir / std::to_string(p), config);
+    partition->state_->owner = owner;
+    WEIR_RETURN_IF_ERROR(partition->state_->Open(!owner.empty()));
+    topic->partitions_.push_back(std::move(partition));
+  }
+  return topic;
+}
+
+Topic* LogStore::Register(std::unique_ptr<Topic> topic) {
+  Topic* raw = topic.get();
+  {
+    std::lock_guard lk(live_mu_);
+    for (auto& p : raw->partitions_) live_.push_back(p.get());
+  }
+  topics_.emplace(raw->name(), std::move(topic));
+  return raw;
+}
+
+Result<Topic*> LogStore::CreateTopicLocked(const std::string& name, const TopicConfig& config) {
+  WEIR_RETURN_IF_ERROR(config.Validate().WithContext("topic '" + name + "'"));
+  // Built under a temporary name and renamed into place, so a crash never leaves half a topic.
+  const fs::path tmp = options_.dir / (name + std::string(kCreatingSuffix));
+  const fs::path dir = options_.dir / name;
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directory(tmp, ec);
+  if (ec) return FileError(ec.value(), "creating directory", tmp);
+  Status s;
+  for (int32_t p = 0; p < config.partitions && s.ok(); ++p) {
+    s = Partition::State::Materialize(tmp / std::to_string(p));
+  }
+  if (s.ok()) s = WriteFileAtomically(tmp / kTopicFile, EncodeTopicJson(config, ""), true);
+  if (s.ok() && ::rename(tmp.c_str(), dir.c_str()) != 0) s = FileError(errno, "renaming", tmp);
+  if (s.ok()) s = SyncDir(options_.dir);
+  if (!s.ok()) {
+    fs::remove_all(tmp, ec);
+    return s.WithContext("creating topic '" + name + "'");
+  }
+  WEIR_ASSIGN_OR_RETURN(auto topic, LoadTopic(name));
+  return Register(std::move(topic));
+}
+
+Result<Topic*> LogStore::CreateTopic(const std::string& name, const TopicConfig& config) {
+  WEIR_RETURN_IF_ERROR(ValidateTopicName(name));
+  std::lock_guard lk(mu_);
+  if (topics_.count(name) > 0) return Status::AlreadyExists("topic '" + name + "' already exists");
+  return CreateTopicLocked(name, config);
+}
+
+Result<Topic*> LogStore::GetOrCreateTopic(const std::string& name, const TopicConfig& config) {
+  WEIR_RETURN_IF_ERROR(ValidateTopicName(name));
+  std::lock_guard lk(mu_);
+  auto it = topics_.find(name);
+  if (it != topics_.end()) return it->second.get();
+  return CreateTopicLocked(name, config);
+}
+
+Result<Topic*> LogStore::GetTopic(const std::string& name) {
+  std::lock_guard lk(mu_);
+  auto it = topics_.find(name);
+  if (it != topics_.end()) return it->second.get();
+  std::string known;
+  for (const auto& [n, t] : topics_) known += (known.empty() ? "" : ", ") + n;
+  return Status::NotFound("unknown topic '" + name + "'; " +
+                          (known.empty() ? "no topics exist" : "known topics: " + known));
+}
+
+std::vector<std::string> LogStore::ListTopics() const {
+  std::lock_guard lk(mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, topic] : topics_) names.push_back(name);
+  return names;
+}
+
+Status LogStore::DeleteTopic(const std::string& name) {
+  std::lock_guard lk(mu_);
+  auto it = topics_.find(name);
+  if (it == topics_.end()) return Status::NotFound("unknown topic '" + name + "'");
+  Topic* topic = it->second.get();
+  // Renamed out of the way first: after a crash the topic is either whole or gone.
+  const fs::path tomb = options_.dir / (name + std::string(kDeletedSuffix));
+  std::error_code ec;
+  fs::remove_all(tomb, ec);
+  if (::rename((options_.dir / name).c_str(), tomb.c_str()) != 0) {
+    return FileError(errno, "renaming", options_.dir / name);
+  }
+  WEIR_RETURN_IF_ERROR(SyncDir(options_.dir));
+  for (auto& p : topic->partitions_) {
+    Partition::State& st = *p->state_;
+    std::lock_guard io(st.io_mu);
+    {
+      std::lock_guard al(st.append_mu);
+      st.deleted = true;
+      st.deleted_atomic.store(true);
+      st.ClearPending();
+    }
+    st.durable_cv.notify_all();
+    std::lock_guard il(st.index_mu);
+    st.segments.clear();  // closes the files once no reader holds them
+  }
+  {
+    std::lock_guard ll(live_mu_);
+    std::erase_if(live_, [&](Partition* p) { return p->topic_name() == name; });
+  }
+  // Callers may still hold the Topic* and Partition&: keep the objects until the store closes.
+  retired_.push_back(std::move(it->second));
+  topics_.erase(it);
+  fs::remove_all(tomb, ec);  // a leftover is removed by the next Open
+  NotifyChange();
+  return Status::OK();
+}
+
+std::vector<Partition*> LogStore::LivePartitions() {
+  std::lock_guard lk(live_mu_);
+  return live_;
+}
+
+Status LogStore::FlushAll() {
+  Status first_error;
+  for (Partition* p : LivePartitions()) {
+    Status s = p->state_->FlushPlain();
+    if (!s.ok() && first_error.ok()) first_error = s;
+  }
+  return first_error;
+}
+
+void LogStore::WakeCommitter(bool urgent) {
+  {
+    std::lock_guard lk(commit_mu_);
+    commit_work_ = true;
+    commit_urgent_ = commit_urgent_ || urgent;
+  }
+  commit_cv_.notify_one();
+}
+
+void LogStore::CommitterLoop() {
+  using Clock = std::chrono::steady_clock;
+  auto next_retention = Clock::now() + options_.retention_check_interval;
+  std::unique_lock lk(commit_mu_);
+  while (!stop_) {
+    if (!commit_urgent_) {
+      if (commit_work_) {
+        // A group: whatever arrives within the interval shares one write and one fsync.
+        commit_cv_.wait_for(lk, options_.group_commit_interval,
+                            [&] { return commit_urgent_ || stop_.load(); });
+      } else {
+        commit_cv_.wait_until(lk, next_retention,
+                              [&] { return commit_work_ || commit_urgent_ || stop_.load(); });
+      }
+    }
+    if (stop_) break;  // the destructor flushes what is left
+    commit_work_ = false;
+    commit_urgent_ = false;
+    lk.unlock();
+    for (Partition* p : LivePartitions()) {
+      Partition::State& st = *p->state_;
+      if (st.transactional.load(std::memory_order_relaxed) ||
+          st.written_end_atomic.load(std::memory_order_acquire) <= p->DurableEnd().value()) {
+        continue;
+      }
+      // A failure is delivered to the waiters and recorded in the partition.
+      (void)st.FlushPlain();
+    }
+    if (Clock::now() >= next_retention) {
+      const auto now = std::chrono::system_clock::now();
+      for (Partition* p : LivePartitions()) (void)p->EnforceRetention(now);
+      next_retention = Clock::now() + options_.retention_check_interval;
+    }
+    lk.lock();
+  }
+}
+
+void LogStore::NotifyChange() {
+  epoch_.fetch_add(1, std::memory_order_acq_rel);
+  { std::lock_guard lk(change_mu_); }
+  change_cv_.notify_all();
+}
+
+void LogStore::WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) {
+  std::unique_lock lk(change_mu_);
+  change_cv_.wait_for(lk, timeout, [&] { return epoch_.load(std::memory_order_acquire) != seen; });
+}
+
+}  // namespace weir::log

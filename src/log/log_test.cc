@@ -1,0 +1,932 @@
+#include "log/log.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "log/log_test_util.h"
+
+namespace weir::log {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using testing::OneRecord;
+using testing::Options;
+using testing::ReadAll;
+using testing::TempDir;
+using testing::ValueFor;
+
+std::unique_ptr<LogStore> OpenOrDie(const LogOptions& options) {
+  auto store = LogStore::Open(options);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? std::move(store).value() : nullptr;
+}
+
+Topic* CreateOrDie(LogStore& store, const std::string& name, TopicConfig config = {}) {
+  auto topic = store.CreateTopic(name, config);
+  EXPECT_TRUE(topic.ok()) << topic.status().ToString();
+  return topic.ok() ? *topic : nullptr;
+}
+
+// Appends n single-record batches tagged prefix0.. and waits until the last one is durable.
+void AppendN(Partition& p, int n, const std::string& prefix = "r", std::string_view owner = {}) {
+  for (int i = 0; i < n; ++i) {
+    auto offset = p.Append(OneRecord(prefix + std::to_string(i)), Durability::kNoWait, owner);
+    ASSERT_TRUE(offset.ok()) << offset.status().ToString();
+  }
+}
+
+std::vector<fs::path> SegmentFiles(const fs::path& partition_dir) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(partition_dir)) {
+    if (e.path().extension() == ".log") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(LogStore, AppendedRecordsReadBackWithDenseOffsetsFromZero) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Topic* topic = CreateOrDie(*store, "clicks");
+  Partition& p = topic->partition(PartitionId(0));
+  for (int i = 0; i < 100; ++i) {
+    auto offset = p.Append(OneRecord("r" + std::to_string(i)));
+    ASSERT_TRUE(offset.ok());
+    EXPECT_EQ(offset->value(), i);
+  }
+  ASSERT_TRUE(p.WaitDurable(Offset(100)).ok());
+  auto records = ReadAll(p);
+  ASSERT_EQ(records.size(), 100u);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(records[i].first, i);
+    EXPECT_EQ(records[i].second, ValueFor("r" + std::to_string(i)));
+  }
+  EXPECT_EQ(p.FirstOffset(), Offset(0));
+  EXPECT_EQ(p.NextOffset(), Offset(100));
+}
+
+TEST(LogStore, RecordsKeepKeysTimestampsAndHeaders) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  RecordBatchBuilder b;
+  const std::vector<Header> headers = {{"h", "v"}};
+  b.Add(EventTime(42), Key::Int(7), Value::MakeObject({{"a", 1}}), headers);
+  b.AddRaw(EventTime(43), KeySerde::kNull, "", "");
+  ASSERT_TRUE(p.Append(b, Durability::kWaitDurable).ok());
+  PartitionReader reader(p, Offset(0));
+  auto batch = reader.Next();
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(batch->size(), 2u);
+  EXPECT_EQ((*batch)[0].timestamp, EventTime(42));
+  EXPECT_EQ(*(*batch)[0].DecodeKey(), Key::Int(7));
+  EXPECT_EQ(*(*batch)[0].DecodeHeaders(), headers);
+  EXPECT_EQ((*batch)[0].value, R"({"a":1})");
+  EXPECT_EQ((*batch)[1].key_serde, KeySerde::kNull);
+}
+
+TEST(LogStore, RecordsSpanSegmentRolls) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  TopicConfig config;
+  config.segment_bytes = 4096;
+  Partition& p = CreateOrDie(*store, "t", config)->partition(PartitionId(0));
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(p.Append(OneRecord("r" + std::to_string(i)), Durability::kWaitDurable).ok());
+  }
+  const auto files = SegmentFiles(dir.path() / "t" / "0");
+  EXPECT_GT(files.size(), 5u);
+  for (const auto& f : files) EXPECT_LE(fs::file_size(f), 4096u) << f;
+  auto records = ReadAll(p);
+  ASSERT_EQ(records.size(), 300u);
+  for (int i = 0; i < 300; ++i) EXPECT_EQ(records[i].first, i);
+}
+
+TEST(LogStore, ReopenAfterCloseKeepsEverything) {
+  TempDir dir;
+  TopicConfig config;
+  config.partitions = 3;
+  config.segment_bytes = 8192;
+  {
+    auto store = OpenOrDie(Options(dir.path()));
+    Topic* topic = CreateOrDie(*store, "t", config);
+    for (int32_t part = 0; part < 3; ++part) {
+      AppendN(topic->partition(PartitionId(part)), 100 * (part + 1), "p" + std::to_string(part));
+    }
+  }  // closing flushes what is pending
+  auto store = OpenOrDie(Options(dir.path()));
+  auto topic = store->GetTopic("t");
+  ASSERT_TRUE(topic.ok());
+  EXPECT_EQ((*topic)->num_partitions(), 3);
+  EXPECT_EQ((*topic)->config().segment_bytes, 8192);
+  for (int32_t part = 0; part < 3; ++part) {
+    Partition& p = (*topic)->partition(PartitionId(part));
+    auto records = ReadAll(p);
+    ASSERT_EQ(records.size(), 100u * (part + 1));
+    for (size_t i = 0; i < records.size(); ++i) {
+      EXPECT_EQ(records[i].second, ValueFor("p" + std::to_string(part) + std::to_string(i)));
+    }
+    // Appends continue after what was there.
+    auto next = p.Append(OneRecord("more"), Durability::kWaitDurable);
+    ASSERT_TRUE(next.ok());
+    EXPECT_EQ(next->value(), 100 * (part + 1));
+  }
+}
+
+TEST(LogStore, BigRecordsAreReadWhole) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  const std::string big(3 << 20, 'b');
+  RecordBatchBuilder b;
+  b.AddRaw(EventTime(1), KeySerde::kNull, "", "small");
+  b.AddRaw(EventTime(2), KeySerde::kNull, "", big);
+  b.AddRaw(EventTime(3), KeySerde::kNull, "", "small again");
+  ASSERT_TRUE(p.Append(b, Durability::kWaitDurable).ok());
+  auto records = ReadAll(p);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[1].second, big);
+  EXPECT_EQ(records[2].second, "small again");
+}
+
+TEST(PartitionReader, PositionsAtAnyOffset) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  TopicConfig config;
+  config.segment_bytes = 16384;
+  Partition& p = CreateOrDie(*store, "t", config)->partition(PartitionId(0));
+  // Batches of varied sizes, so offsets fall at batch starts, inside batches and at segment
+  // boundaries.
+  int64_t n = 0;
+  for (int batch = 0; batch < 60; ++batch) {
+    RecordBatchBuilder b;
+    for (int i = 0; i < batch % 17 + 1; ++i, ++n) {
+      b.AddRaw(EventTime(n), KeySerde::kNull, "", ValueFor(std::to_string(n)));
+    }
+    ASSERT_TRUE(p.Append(b, Durability::kWaitDurable).ok());
+  }
+  for (int64_t start = 0; start <= n; ++start) {
+    PartitionReader reader(p, Offset(start));
+    // Next may return fewer than asked (at a segment's end): the next call goes on from there.
+    int64_t expected = start;
+    while (expected < std::min(n, start + 3)) {
+      auto records = reader.Next(static_cast<size_t>(start + 3 - expected));
+      ASSERT_TRUE(records.ok());
+      ASSERT_FALSE(records->empty()) << "at " << expected;
+      for (const StoredRecord& r : *records) {
+        EXPECT_EQ(r.offset.value(), expected);
+        EXPECT_EQ(r.value, ValueFor(std::to_string(expected)));
+        ++expected;
+      }
+      EXPECT_EQ(reader.position().value(), expected);
+    }
+    EXPECT_EQ(expected, std::min(n, start + 3));
+  }
+}
+
+TEST(PartitionReader, SeekRereadsEarlierRecords) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  AppendN(p, 50);
+  ASSERT_TRUE(p.WaitDurable(Offset(50)).ok());
+  PartitionReader reader(p, Offset(40));
+  ASSERT_EQ(reader.Next()->size(), 10u);
+  reader.Seek(Offset(5));
+  auto again = reader.Next(1);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[0].value, ValueFor("r5"));
+}
+
+TEST(PartitionReader, PositionBeyondEndIsOutOfRange) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  AppendN(p, 5);
+  ASSERT_TRUE(p.WaitDurable(Offset(5)).ok());
+  PartitionReader at_end(p, Offset(5));
+  auto empty = at_end.Next();
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+  PartitionReader beyond(p, Offset(6));
+  EXPECT_EQ(beyond.Next().status().code(), StatusCode::kOutOfRange);
+}
+
+TEST(PartitionReader, SeesRecordsAppendedAfterItCaughtUp) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  PartitionReader reader(p, Offset(0));
+  int64_t seen = 0;
+  for (int round = 0; round < 20; ++round) {
+    AppendN(p, 7, "round" + std::to_string(round) + "-");
+    ASSERT_TRUE(p.WaitDurable(p.WrittenEnd()).ok());
+    for (;;) {
+      auto batch = reader.Next();
+      ASSERT_TRUE(batch.ok());
+      if (batch->empty()) break;
+      for (const auto& r : *batch) EXPECT_EQ(r.offset.value(), seen++);
+    }
+  }
+  EXPECT_EQ(seen, 140);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(GroupCommit, RecordsAreNotVisibleBeforeDurable) {
+  TempDir dir;
+  LogOptions options = Options(dir.path());
+  options.group_commit_interval = std::chrono::seconds(30);  // the committer stays asleep
+  auto store = OpenOrDie(options);
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  AppendN(p, 10);
+  EXPECT_EQ(p.WrittenEnd(), Offset(10));
+  EXPECT_EQ(p.DurableEnd(), Offset(0));
+  EXPECT_EQ(p.NextOffset(), Offset(0));
+  EXPECT_TRUE(ReadAll(p).empty());
+  ASSERT_TRUE(p.WaitDurable(Offset(10)).ok());  // a waiter makes the committer flush at once
+  EXPECT_EQ(p.DurableEnd(), Offset(10));
+  EXPECT_EQ(p.NextOffset(), Offset(10));
+  EXPECT_EQ(ReadAll(p).size(), 10u);
+}
+
+TEST(GroupCommit, WaitDurableAppendReturnsVisible) {
+  TempDir dir;
+  LogOptions options = Options(dir.path());
+  options.group_commit_interval = std::chrono::seconds(30);
+  auto store = OpenOrDie(options);
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  auto offset = p.Append(OneRecord("a"), Durability::kWaitDurable);
+  ASSERT_TRUE(offset.ok());
+  EXPECT_EQ(p.DurableEnd(), Offset(1));
+  EXPECT_EQ(p.NextOffset(), Offset(1));
+}
+
+TEST(GroupCommit, CommitterFlushesWithinTheInterval) {
+  TempDir dir;
+  LogOptions options = Options(dir.path());
+  options.group_commit_interval = 5ms;
+  auto store = OpenOrDie(options);
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  const uint64_t epoch = store->ChangeEpoch();
+  AppendN(p, 3);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (p.NextOffset() < Offset(3) && std::chrono::steady_clock::now() < deadline) {
+    store->WaitForChange(epoch, 100ms);
+  }
+  EXPECT_EQ(p.NextOffset(), Offset(3));
+  EXPECT_GT(store->ChangeEpoch(), epoch);
+}
+
+TEST(GroupCommit, FlushesEarlyWhenPendingExceedsGroupCommitBytes) {
+  TempDir dir;
+  LogOptions options = Options(dir.path());
+  options.group_commit_interval = std::chrono::seconds(30);
+  options.group_commit_bytes = 1000;
+  auto store = OpenOrDie(options);
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  AppendN(p, 20);  // about 2.4 KB
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (p.NextOffset() < Offset(9) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_GE(p.NextOffset(), Offset(9));
+}
+
+TEST(GroupCommit, ConcurrentAppendersGetDenseOffsetsAndLoseNothing) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  TopicConfig config;
+  config.segment_bytes = 64 << 10;
+  Partition& p = CreateOrDie(*store, "t", config)->partition(PartitionId(0));
+  constexpr int kThreads = 4, kAppends = 500;
+  std::vector<std::map<int64_t, std::string>> acknowledged(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kAppends; ++i) {
+        RecordBatchBuilder b;
+        const int n = i % 3 + 1;
+        for (int k = 0; k < n; ++k) {
+          const std::string tag =
+              std::to_string(t) + "-" + std::to_string(i) + "-" + std::to_string(k);
+          b.AddRaw(EventTime(i), KeySerde::kString, tag, ValueFor(tag));
+        }
+        auto offset = p.Append(b, i % 2 ? Durability::kWaitDurable : Durability::kNoWait);
+        ASSERT_TRUE(offset.ok());
+        for (int k = 0; k < n; ++k) {
+          acknowledged[t][offset->value() + k] =
+              ValueFor(std::to_string(t) + "-" + std::to_string(i) + "-" + std::to_string(k));
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(p.WaitDurable(p.WrittenEnd()).ok());
+  auto records = ReadAll(p);
+  std::map<int64_t, std::string> expected;
+  for (auto& m : acknowledged) {
+    for (auto& [offset, value] : m) ASSERT_TRUE(expected.emplace(offset, value).second);
+  }
+  ASSERT_EQ(records.size(), expected.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(records[i].first, static_cast<int64_t>(i));
+    EXPECT_EQ(records[i].second, expected[records[i].first]);
+  }
+}
+
+TEST(FsyncPolicy, AlwaysMakesEachAppendDurableBeforeItReturns) {
+  TempDir dir;
+  LogOptions options = Options(dir.path());
+  options.fsync = FsyncPolicy::kAlways;
+  options.group_commit_interval = std::chrono::seconds(30);
+  auto store = OpenOrDie(options);
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(p.Append(OneRecord("a")).ok());
+    EXPECT_EQ(p.DurableEnd(), Offset(i + 1));
+    EXPECT_EQ(p.NextOffset(), Offset(i + 1));
+  }
+}
+
+TEST(FsyncPolicy, NeverStillWritesAndShowsRecords) {
+  TempDir dir;
+  LogOptions options = Options(dir.path());
+  options.fsync = FsyncPolicy::kNever;
+  {
+    auto store = OpenOrDie(options);
+    Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+    AppendN(p, 10);
+    ASSERT_TRUE(p.WaitDurable(Offset(10)).ok());
+    EXPECT_EQ(ReadAll(p).size(), 10u);
+  }
+  auto store = OpenOrDie(options);
+  EXPECT_EQ(ReadAll((*store->GetTopic("t"))->partition(PartitionId(0))).size(), 10u);
+}
+
+TEST(FsyncPolicy, ParsesNames) {
+  EXPECT_EQ(*ParseFsyncPolicy("group"), FsyncPolicy::kGroup);
+  EXPECT_EQ(*ParseFsyncPolicy("always"), FsyncPolicy::kAlways);
+  EXPECT_EQ(*ParseFsyncPolicy("never"), FsyncPolicy::kNever);
+  auto bad = ParseFsyncPolicy("sometimes");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("sometimes"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class TornTail : public ::testing::Test {
+ protected:
+  // Three groups of records, each its own batch, in one segment.
+  void WriteThreeBatches() {
+    auto store = OpenOrDie(Options(dir_.path()));
+    Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+    for (int batch = 0; batch < 3; ++batch) {
+      RecordBatchBuilder b;
+      for (int i = 0; i < 4; ++i) {
+        const std::string tag = std::to_string(batch) + "-" + std::to_string(i);
+        b.AddRaw(EventTime(1), KeySerde::kString, tag, ValueFor(tag));
+      }
+      ASSERT_TRUE(p.Append(b, Durability::kWaitDurable).ok());
+    }
+  }
+  fs::path Segment0() const { return dir_.path() / "t" / "0" / "00000000000000000000.log"; }
+  void ExpectEndsAfterBatchesAndAppendsContinue(int64_t end) {
+    auto store = OpenOrDie(Options(dir_.path()));
+    Partition& p = (*store->GetTopic("t"))->partition(PartitionId(0));
+    EXPECT_EQ(p.NextOffset(), Offset(end));
+    auto records = ReadAll(p);
+    ASSERT_EQ(static_cast<int64_t>(records.size()), end);
+    auto next = p.Append(OneRecord("after"), Durability::kWaitDurable);
+    ASSERT_TRUE(next.ok());
+    EXPECT_EQ(next->value(), end);
+    records = ReadAll(p);
+    ASSERT_EQ(static_cast<int64_t>(records.size()), end + 1);
+    EXPECT_EQ(records.back().second, ValueFor("after"));
+  }
+  TempDir dir_;
+};
+
+TEST_F(TornTail, PartialBatchAtTheEndIsCutOnReopen) {
+  WriteThreeBatches();
+  const auto good_size = fs::file_size(Segment0());
+  {
+    // Half a batch header and some payload: a write the crash interrupted.
+    std::ofstream f(Segment0(), std::ios::binary | std::ios::app);
+    const char torn[] = "WLB1\x10\x00\x00\x00garbage";
+    f.write(torn, sizeof(torn) - 1);
+  }
+  ExpectEndsAfterBatchesAndAppendsContinue(12);
+  EXPECT_GT(fs::file_size(Segment0()), good_size);  // the append went where the torn bytes were
+}
+
+TEST_F(TornTail, FlippedByteInLastBatchCutsThatBatch) {
+  WriteThreeBatches();
+  {
+    std::fstream f(Segment0(), std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(-10, std::ios::end);  // inside the last batch's payload
+    f.put('\x7f');
+  }
+  ExpectEndsAfterBatchesAndAppendsContinue(8);
+}
+
+TEST_F(TornTail, TruncatedLastBatchIsCut) {
+  WriteThreeBatches();
+  fs::resize_file(Segment0(), fs::file_size(Segment0()) - 1);
+  ExpectEndsAfterBatchesAndAppendsContinue(8);
+}
+
+TEST(Corruption, BadBatchInAnEarlierSegmentRefusesToOpen) {
+  TempDir dir;
+  TopicConfig config;
+  config.segment_bytes = 4096;
+  {
+    auto store = OpenOrDie(Options(dir.path()));
+    Partition& p = CreateOrDie(*store, "t", config)->partition(PartitionId(0));
+    for (int i = 0; i < 100; ++i)
+      ASSERT_TRUE(p.Append(OneRecord("r"), Durability::kWaitDurable).ok());
+  }
+  const auto files = SegmentFiles(dir.path() / "t" / "0");
+  ASSERT_GT(files.size(), 2u);
+  {
+    std::fstream f(files[0], std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(0);
+    f.put('X');  // the first batch's magic
+  }
+  auto store = LogStore::Open(Options(dir.path()));
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(store.status().message().find(files[0].string()), std::string::npos)
+      << store.status().ToString();
+}
+
+TEST(Corruption, ReaderReportsACorruptBatchWithItsFile) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  AppendN(p, 10);
+  ASSERT_TRUE(p.WaitDurable(Offset(10)).ok());
+  const fs::path segment = dir.path() / "t" / "0" / "00000000000000000000.log";
+  {
+    std::fstream f(segment, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(-5, std::ios::end);
+    f.put('\x01');
+  }
+  PartitionReader reader(p, Offset(0));
+  auto batch = reader.Next();
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(batch.status().message().find(segment.string()), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class Transactional : public ::testing::Test {
+ protected:
+  void SetUp() override { Open(); }
+  void Open() {
+    store_ = OpenOrDie(Options(dir_.path()));
+    auto topic = store_->GetOrCreateTopic("out", config_);
+    ASSERT_TRUE(topic.ok());
+    topic_ = *topic;
+    ASSERT_TRUE(topic_->ClaimForTransactions("app").ok());
+  }
+  void Reopen() {
+    store_.reset();
+    Open();
+  }
+  Partition& p() { return topic_->partition(PartitionId(0)); }
+  TempDir dir_;
+  TopicConfig config_;
+  std::unique_ptr<LogStore> store_;
+  Topic* topic_ = nullptr;
+};
+
+TEST_F(Transactional, AppendsStayInvisibleUntilPublish) {
+  AppendN(p(), 5, "r", "app");
+  auto durable = p().Flush("app");
+  ASSERT_TRUE(durable.ok());
+  EXPECT_EQ(*durable, Offset(5));
+  EXPECT_EQ(p().NextOffset(), Offset(0));
+  EXPECT_TRUE(ReadAll(p()).empty());
+  ASSERT_TRUE(p().Publish(Offset(5), "app").ok());
+  EXPECT_EQ(p().NextOffset(), Offset(5));
+  EXPECT_EQ(ReadAll(p()).size(), 5u);
+}
+
+TEST_F(Transactional, CommitterNeverFlushesThem) {
+  AppendN(p(), 5, "r", "app");
+  std::this_thread::sleep_for(50ms);  // many group commit intervals
+  EXPECT_EQ(p().DurableEnd(), Offset(0));
+  EXPECT_EQ(fs::file_size(dir_.path() / "out" / "0" / "00000000000000000000.log"), 0u);
+}
+
+TEST_F(Transactional, PublishBeyondDurableIsRefused) {
+  AppendN(p(), 5, "r", "app");
+  EXPECT_EQ(p().Publish(Offset(5), "app").code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(p().Flush("app").ok());
+  ASSERT_TRUE(p().Publish(Offset(3), "app").ok());
+  EXPECT_EQ(p().Publish(Offset(2), "app").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadAll(p()).size(), 3u);  // a publish inside a batch shows exactly up to it
+}
+
+TEST_F(Transactional, TruncateToDropsTheUnpublishedTail) {
+  AppendN(p(), 5, "a", "app");
+  ASSERT_TRUE(p().Flush("app").ok());
+  ASSERT_TRUE(p().Publish(Offset(5), "app").ok());
+  AppendN(p(), 4, "b", "app");  // flushed, not published: a crashed checkpoint
+  ASSERT_TRUE(p().Flush("app").ok());
+  AppendN(p(), 3, "c", "app");  // still pending
+  ASSERT_TRUE(p().TruncateTo(Offset(5), "app").ok());
+  EXPECT_EQ(p().WrittenEnd(), Offset(5));
+  EXPECT_EQ(p().DurableEnd(), Offset(5));
+  AppendN(p(), 2, "d", "app");
+  ASSERT_TRUE(p().Flush("app").ok());
+  ASSERT_TRUE(p().Publish(Offset(7), "app").ok());
+  auto records = ReadAll(p());
+  ASSERT_EQ(records.size(), 7u);
+  EXPECT_EQ(records[4].second, ValueFor("a4"));
+  EXPECT_EQ(records[5].second, ValueFor("d0"));
+  EXPECT_EQ(records[6].second, ValueFor("d1"));
+  Reopen();
+  records = ReadAll(p());
+  ASSERT_EQ(records.size(), 7u);
+  EXPECT_EQ(records[5].second, ValueFor("d0"));
+}
+
+TEST_F(Transactional, TruncateToInsidePendingRecordsKeepsThoseBefore) {
+  AppendN(p(), 6, "a", "app");  // one pending run of 6 records
+  ASSERT_TRUE(p().TruncateTo(Offset(4), "app").ok());
+  ASSERT_TRUE(p().Flush("app").ok());
+  ASSERT_TRUE(p().Publish(Offset(4), "app").ok());
+  auto records = ReadAll(p());
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records[3].second, ValueFor("a3"));
+}
+
+TEST_F(Transactional, TruncateToInsideAWrittenBatchIsInvalidArgument) {
+  AppendN(p(), 6, "a", "app");
+  ASSERT_TRUE(p().Flush("app").ok());  // one batch [0, 6)
+  Status s = p().TruncateTo(Offset(3), "app");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(p().WrittenEnd(), Offset(6));  // nothing changed
+  EXPECT_TRUE(p().TruncateTo(Offset(0), "app").ok());
+  EXPECT_EQ(p().WrittenEnd(), Offset(0));
+}
+
+TEST_F(Transactional, TruncateToAcrossSegmentsRemovesLaterSegments) {
+  store_.reset();
+  config_.segment_bytes = 4096;
+  TempDir other;
+  store_ = OpenOrDie(Options(other.path()));
+  topic_ = CreateOrDie(*store_, "out", config_);
+  ASSERT_TRUE(topic_->ClaimForTransactions("app").ok());
+  AppendN(p(), 10, "a", "app");
+  ASSERT_TRUE(p().Flush("app").ok());
+  ASSERT_TRUE(p().Publish(Offset(10), "app").ok());
+  for (int i = 0; i < 20; ++i) {
+    AppendN(p(), 10, "b", "app");
+    ASSERT_TRUE(p().Flush("app").ok());
+  }
+  ASSERT_GT(SegmentFiles(other.path() / "out" / "0").size(), 3u);
+  ASSERT_TRUE(p().TruncateTo(Offset(10), "app").ok());
+  EXPECT_EQ(SegmentFiles(other.path() / "out" / "0").size(), 1u);
+  store_.reset();
+  store_ = OpenOrDie(Options(other.path()));
+  topic_ = *store_->GetTopic("out");
+  EXPECT_EQ(p().WrittenEnd(), Offset(10));
+  EXPECT_EQ(ReadAll(p()).size(), 10u);
+}
+
+TEST_F(Transactional, CommittedFileRestoresTheVisibleEndAfterReopen) {
+  AppendN(p(), 8, "a", "app");
+  ASSERT_TRUE(p().Flush("app").ok());
+  ASSERT_TRUE(p().Publish(Offset(8), "app").ok());
+  AppendN(p(), 4, "b", "app");
+  ASSERT_TRUE(p().Flush("app").ok());  // durable, never published
+  Reopen();
+  EXPECT_EQ(p().NextOffset(), Offset(8));
+  EXPECT_EQ(p().WrittenEnd(), Offset(12));
+  EXPECT_EQ(ReadAll(p()).size(), 8u);
+  EXPECT_EQ(topic_->owner(), "app");
+}
+
+TEST_F(Transactional, AppendByAnotherOwnerIsRefusedNamingTheOwner) {
+  auto refused = p().Append(OneRecord("x"), Durability::kNoWait, "intruder");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("'app'"), std::string::npos);
+  EXPECT_EQ(p().Append(OneRecord("x")).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(p().Flush("intruder").status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(p().WrittenEnd(), Offset(0));
+}
+
+TEST_F(Transactional, ClaimByAnotherOwnerIsRefusedAndSameOwnerIsIdempotent) {
+  EXPECT_TRUE(topic_->ClaimForTransactions("app").ok());
+  Status s = topic_->ClaimForTransactions("other");
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("'app'"), std::string::npos);
+}
+
+TEST_F(Transactional, WaitDurableAppendFlushesWithoutPublishing) {
+  auto offset = p().Append(OneRecord("x"), Durability::kWaitDurable, "app");
+  ASSERT_TRUE(offset.ok());
+  EXPECT_EQ(p().DurableEnd(), Offset(1));
+  EXPECT_EQ(p().NextOffset(), Offset(0));
+}
+
+TEST(TransactionalClaim, RecordsAppendedBeforeTheClaimStayVisible) {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(Options(dir.path()));
+    Topic* topic = CreateOrDie(*store, "t");
+    AppendN(topic->partition(PartitionId(0)), 5);  // plain, maybe not yet flushed
+    ASSERT_TRUE(topic->ClaimForTransactions("app").ok());
+    EXPECT_EQ(topic->partition(PartitionId(0)).NextOffset(), Offset(5));
+  }
+  auto store = OpenOrDie(Options(dir.path()));
+  EXPECT_EQ((*store->GetTopic("t"))->partition(PartitionId(0)).NextOffset(), Offset(5));
+}
+
+TEST(TransactionalClaim, PlainPartitionRefusesTransactionalOperations) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  EXPECT_EQ(p.Flush("app").status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(p.Publish(Offset(0), "app").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(p.TruncateTo(Offset(0), "app").code(), StatusCode::kFailedPrecondition);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(Retention, ByBytesRemovesOldSegmentsAndMovesFirstOffset) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  TopicConfig config;
+  config.segment_bytes = 4096;
+  config.retention_bytes = 10000;
+  Partition& p = CreateOrDie(*store, "t", config)->partition(PartitionId(0));
+  for (int i = 0; i < 400; ++i) {
+    ASSERT_TRUE(p.Append(OneRecord("r" + std::to_string(i)), Durability::kWaitDurable).ok());
+  }
+  const int64_t before = p.SizeBytes();
+  auto removed = p.EnforceRetention(std::chrono::system_clock::now());
+  ASSERT_TRUE(removed.ok());
+  EXPECT_GT(*removed, 0);
+  EXPECT_EQ(p.FirstOffset(), Offset(*removed));
+  EXPECT_GE(p.SizeBytes(), 10000);
+  EXPECT_LT(p.SizeBytes(), 10000 + 4096);
+  EXPECT_EQ(before - p.SizeBytes() > 0, true);
+  auto records = ReadAll(p, p.FirstOffset().value());
+  ASSERT_EQ(static_cast<int64_t>(records.size()), 400 - *removed);
+  EXPECT_EQ(records.back().second, ValueFor("r399"));
+  // The first offset survives a reopen: it is the first segment's name.
+  store.reset();
+  store = OpenOrDie(Options(dir.path()));
+  EXPECT_EQ((*store->GetTopic("t"))->partition(PartitionId(0)).FirstOffset(), Offset(*removed));
+}
+
+TEST(Retention, ByAgeRemovesSegmentsWhoseNewestAppendIsOld) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  TopicConfig config;
+  config.segment_bytes = 4096;
+  config.retention_age = std::chrono::minutes(1);
+  Partition& p = CreateOrDie(*store, "t", config)->partition(PartitionId(0));
+  for (int i = 0; i < 200; ++i)
+    ASSERT_TRUE(p.Append(OneRecord("r"), Durability::kWaitDurable).ok());
+  auto none = p.EnforceRetention(std::chrono::system_clock::now());
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, 0);
+  auto removed = p.EnforceRetention(std::chrono::system_clock::now() + std::chrono::hours(1));
+  ASSERT_TRUE(removed.ok());
+  EXPECT_GT(*removed, 150);  // all but the active segment
+  EXPECT_EQ(SegmentFiles(dir.path() / "t" / "0").size(), 1u);
+  EXPECT_EQ(p.FirstOffset(), Offset(*removed));
+  EXPECT_EQ(p.NextOffset(), Offset(200));
+}
+
+TEST(Retention, ReaderBelowFirstOffsetGetsOutOfRange) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  TopicConfig config;
+  config.segment_bytes = 4096;
+  config.retention_bytes = 0;
+  Partition& p = CreateOrDie(*store, "t", config)->partition(PartitionId(0));
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(p.Append(OneRecord("r"), Durability::kWaitDurable).ok());
+  PartitionReader reader(p, Offset(0));
+  ASSERT_TRUE(reader.Next(10).ok());
+  ASSERT_TRUE(p.EnforceRetention(std::chrono::system_clock::now()).ok());
+  ASSERT_GT(p.FirstOffset(), Offset(10));
+  auto batch = reader.Next();
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().code(), StatusCode::kOutOfRange);
+  EXPECT_NE(batch.status().message().find("retention"), std::string::npos);
+  reader.Seek(p.FirstOffset());
+  auto rest = reader.Next(1000);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(static_cast<int64_t>(rest->size()), 100 - p.FirstOffset().value());
+}
+
+TEST(Retention, CommitterEnforcesItPeriodically) {
+  TempDir dir;
+  LogOptions options = Options(dir.path());
+  options.retention_check_interval = 20ms;
+  auto store = OpenOrDie(options);
+  TopicConfig config;
+  config.segment_bytes = 4096;
+  config.retention_bytes = 0;
+  Partition& p = CreateOrDie(*store, "t", config)->partition(PartitionId(0));
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(p.Append(OneRecord("r"), Durability::kWaitDurable).ok());
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (p.FirstOffset() == Offset(0) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_GT(p.FirstOffset(), Offset(0));
+}
+
+TEST(Retention, NeverRemovesUnpublishedRecords) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  TopicConfig config;
+  config.segment_bytes = 4096;
+  config.retention_bytes = 0;
+  Topic* topic = CreateOrDie(*store, "t", config);
+  ASSERT_TRUE(topic->ClaimForTransactions("app").ok());
+  Partition& p = topic->partition(PartitionId(0));
+  for (int i = 0; i < 10; ++i) {
+    AppendN(p, 10, "r", "app");
+    ASSERT_TRUE(p.Flush("app").ok());
+  }
+  auto removed = p.EnforceRetention(std::chrono::system_clock::now());
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, 0);
+  EXPECT_EQ(p.FirstOffset(), Offset(0));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(Topics, BadNamesAreRefused) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  for (const std::string& name : std::vector<std::string>{
+           "", ".", "..", "a/b", "a b", "caf\xc3\xa9", "x~deleted", std::string(201, 'a')}) {
+    auto topic = store->CreateTopic(name, {});
+    ASSERT_FALSE(topic.ok()) << name;
+    EXPECT_EQ(topic.status().code(), StatusCode::kInvalidArgument) << name;
+    EXPECT_NE(topic.status().message().find("topic name"), std::string::npos);
+  }
+  EXPECT_TRUE(store->CreateTopic(std::string(200, 'a'), {}).ok());
+  EXPECT_TRUE(store->CreateTopic("Ok.name_with-all-9", {}).ok());
+}
+
+TEST(Topics, BadConfigsAreRefusedNamingTheField) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  auto refused = [&](TopicConfig config, const std::string& field) {
+    auto topic = store->CreateTopic("t", config);
+    ASSERT_FALSE(topic.ok()) << field;
+    EXPECT_EQ(topic.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(topic.status().message().find(field), std::string::npos) << topic.status().ToString();
+  };
+  TopicConfig c;
+  c.partitions = 0;
+  refused(c, "partitions");
+  c.partitions = 10001;
+  refused(c, "partitions");
+  c = {};
+  c.segment_bytes = 4095;
+  refused(c, "segment_bytes");
+  c = {};
+  c.retention_bytes = -2;
+  refused(c, "retention_bytes");
+  c = {};
+  c.retention_age = std::chrono::milliseconds(-2);
+  refused(c, "retention_age");
+  EXPECT_TRUE(store->ListTopics().empty());
+  EXPECT_FALSE(fs::exists(dir.path() / "t"));
+}
+
+TEST(Topics, UnknownTopicIsNotFoundListingKnownTopics) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  auto none = store->GetTopic("x");
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  CreateOrDie(*store, "alpha");
+  CreateOrDie(*store, "beta");
+  auto missing = store->GetTopic("gamma");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("'gamma'"), std::string::npos);
+  EXPECT_NE(missing.status().message().find("alpha, beta"), std::string::npos);
+}
+
+TEST(Topics, CreateExistingIsAlreadyExistsAndGetOrCreateReturnsIt) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Topic* topic = CreateOrDie(*store, "t");
+  EXPECT_EQ(store->CreateTopic("t", {}).status().code(), StatusCode::kAlreadyExists);
+  TopicConfig other;
+  other.partitions = 5;
+  auto same = store->GetOrCreateTopic("t", other);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(*same, topic);
+  EXPECT_EQ((*same)->num_partitions(), 1);
+}
+
+TEST(Topics, ConfigAndPartitionsPersistAcrossReopen) {
+  TempDir dir;
+  TopicConfig config;
+  config.partitions = 4;
+  config.retention_bytes = 123456;
+  config.retention_age = std::chrono::hours(2);
+  config.segment_bytes = 1 << 20;
+  {
+    auto store = OpenOrDie(Options(dir.path()));
+    CreateOrDie(*store, "t", config);
+  }
+  auto store = OpenOrDie(Options(dir.path()));
+  auto topic = store->GetTopic("t");
+  ASSERT_TRUE(topic.ok());
+  EXPECT_EQ((*topic)->config().partitions, 4);
+  EXPECT_EQ((*topic)->config().retention_bytes, 123456);
+  EXPECT_EQ((*topic)->config().retention_age, std::chrono::hours(2));
+  EXPECT_EQ((*topic)->config().segment_bytes, 1 << 20);
+  EXPECT_EQ((*topic)->owner(), "");
+  EXPECT_EQ(store->ListTopics(), std::vector<std::string>{"t"});
+}
+
+TEST(Topics, PartitionForMatchesKafkaPartitionOfTheKeyBytes) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  TopicConfig config;
+  config.partitions = 12;
+  Topic* topic = CreateOrDie(*store, "t", config);
+  for (const Key& key : {Key::String("user-1"), Key::Int(99), Key(), Key::Bytes("\x01\x02")}) {
+    EXPECT_EQ(topic->PartitionFor(key), KafkaPartition(key.bytes(), 12));
+  }
+}
+
+TEST(Topics, DeleteTopicRemovesItsFilesAndName) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  AppendN(p, 10);
+  ASSERT_TRUE(store->DeleteTopic("t").ok());
+  EXPECT_FALSE(fs::exists(dir.path() / "t"));
+  EXPECT_EQ(store->GetTopic("t").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(p.Append(OneRecord("late")).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->DeleteTopic("t").code(), StatusCode::kNotFound);
+  // The name can be used again, from offset 0.
+  Partition& again = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  EXPECT_EQ(again.WrittenEnd(), Offset(0));
+}
+
+TEST(Topics, InterruptedCreateIsCleanedUpOnOpen) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "t~creating" / "0");
+  auto store = OpenOrDie(Options(dir.path()));
+  EXPECT_TRUE(store->ListTopics().empty());
+  EXPECT_FALSE(fs::exists(dir.path() / "t~creating"));
+}
+
+TEST(LogStore, SecondOpenOfTheSameDirectoryIsRefused) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  auto second = LogStore::Open(Options(dir.path()));
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+}
+
+TEST(LogStore, BadOptionsAreRefused) {
+  LogOptions options;
+  EXPECT_EQ(LogStore::Open(options).status().code(), StatusCode::kInvalidArgument);
+  TempDir dir;
+  options.dir = dir.path();
+  options.group_commit_interval = std::chrono::microseconds(0);
+  auto refused = LogStore::Open(options);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("group_commit_interval"), std::string::npos);
+}
+
+TEST(LogStore, WaitDurableBeyondTheWrittenEndIsInvalidArgument) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  EXPECT_EQ(p.WaitDurable(Offset(1), 10ms).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(p.WaitDurable(Offset(0), 10ms).ok());
+}
+
+}  // namespace
+}  // namespace weir::log

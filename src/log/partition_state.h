@@ -1,0 +1,121 @@
+// The private state of a log::Partition, shared by log.cc and partition_reader.cc.
+//
+// Three locks, always taken in this order: io_mu -> append_mu, io_mu -> index_mu.
+//   append_mu  the pending buffer and the written end. Held by Append for a memcpy; by the
+//              writer only to swap the pending buffer out and to publish a result.
+//   io_mu      serializes everything that writes or removes files: flushes (committer, Flush,
+//              kAlways appends), rolls, TruncateTo, Publish, retention. Held across I/O.
+//   index_mu   the segment list and each segment's index. Held for in-memory lookups only,
+//              so a reader never waits for an fsync.
+// Readers read ends and sizes through atomics; the writer stores a segment's size before the
+// durable end and the durable end before the visible end, so whatever a reader sees as visible
+// is already in the file.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "log/log.h"
+#include "log/segment.h"
+
+namespace weir::log {
+
+// Pending records live in chunks of kChunkBytes (an Append bigger than that gets a chunk of its
+// own size), recycled through the store's ChunkPool: an append is a memcpy into memory that is
+// already mapped, never a reallocation that copies what came before, and a chunk becomes one
+// batch on disk.
+inline constexpr size_t kChunkBytes = 1 << 20;
+
+struct PendingChunk {
+  std::unique_ptr<char[]> data;
+  size_t capacity = 0;
+  size_t size = 0;
+  int64_t count = 0;  // records in it
+  std::string_view bytes() const { return {data.get(), size}; }
+};
+
+// Free kChunkBytes buffers shared by all partitions of a store, at most `max_free` of them.
+// Thread-safe.
+class ChunkPool {
+ public:
+  explicit ChunkPool(size_t max_free) : max_free_(max_free) {}
+  std::unique_ptr<char[]> Get();
+  // Takes back the standard-sized chunks (the rest are freed) and empties `chunks`.
+  void Recycle(std::vector<PendingChunk>& chunks);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<char[]>> free_;  // guarded by mu_
+  const size_t max_free_;
+};
+
+struct Partition::State {
+  State(Partition* self, LogStore* store, std::filesystem::path dir, const TopicConfig& config);
+
+  // Recovers the partition directory (segments, torn tail, committed file). REQUIRES: before
+  // the partition is shared.
+  Status Open(bool transactional);
+  // Creates the partition directory with an empty first segment (during topic creation).
+  static Status Materialize(const std::filesystem::path& dir);
+
+  // Writes the pending records as batches (rolling segments as needed), fsyncs when `sync`,
+  // and advances the durable end; the visible end becomes min(new durable end, visible_limit)
+  // if that is higher. On failure every record not yet durable is discarded (the file is cut
+  // back to its last good size) and waiters get the error. REQUIRES: io_mu held.
+  Status WritePendingLocked(bool sync, int64_t visible_limit);
+  // One flush of a plain partition per the fsync policy (committer, FlushAll, kAlways).
+  Status FlushPlain();
+  Status CheckOwner(std::string_view owner,
+                    std::string_view operation) const;  // REQUIRES: append_mu
+  // The pending records. REQUIRES: append_mu held (all three).
+  void AddPending(std::string_view payload, int64_t count);
+  void KeepPending(int64_t records);  // drops every pending record after the first `records`
+  void ClearPending();
+  Status WriteCommittedFile(int64_t end) const;
+  std::string Where() const;  // "topic 'x' partition 3"
+
+  Partition* const self;
+  LogStore* const store;
+  const std::filesystem::path dir;
+  const TopicConfig config;
+
+  // Guarded by append_mu.
+  mutable std::mutex append_mu;
+  std::condition_variable durable_cv;  // durable end moved, a write failed, or deleted
+  std::vector<PendingChunk> pending;   // records not yet handed to the writer
+  size_t pending_bytes = 0;
+  int64_t pending_count = 0;
+  int64_t written_end = 0;
+  std::string owner;  // empty for a plain partition
+  bool deleted = false;
+  uint64_t failures = 0;  // failed writes so far
+  Status last_failure;
+  int64_t lost_from = 0;  // [lost_from, lost_to): discarded by the last failure
+  int64_t lost_to = 0;
+
+  std::atomic<int64_t> written_end_atomic{0};
+  std::atomic<bool> transactional{false};
+  std::atomic<bool> deleted_atomic{false};
+
+  // Guarded by io_mu.
+  std::mutex io_mu;
+  std::vector<PendingChunk> flushing;  // the pending chunks being written
+
+  // Guarded by index_mu.
+  mutable std::mutex index_mu;
+  std::vector<std::shared_ptr<Segment>> segments;  // by base offset; back() is active
+
+  std::atomic<int64_t> first_offset{0};
+  std::atomic<int64_t> size_bytes{0};
+  // Bumped before TruncateTo changes what is in the files, so readers drop their buffers.
+  std::atomic<uint64_t> truncations{0};
+};
+
+}  // namespace weir::log
