@@ -3,7 +3,7 @@
 // fsync per group). DESIGN.md §3 asks which of the two to build the log on; these numbers are
 // the answer recorded in README.md.
 //
-//   ninja -C build-log log_benchmark && build-log/log/log_benchmark
+//   ninja -C build-log log_benchmark && build-log/src/log/log_benchmark
 //
 // Every benchmark checks its result (record count, offsets, bytes) and fails if it is wrong.
 #include <benchmark/benchmark.h>
