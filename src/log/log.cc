@@ -300,6 +300,33 @@ void Partition::State::ClearPending() {
   store->chunk_pool_->Recycle(pending);
 }
 
+void Partition::State::ResolveWaiters(const Status& failure) {
+  const int64_t durable = self->durable_end_.load(std::memory_order_relaxed);
+  const int64_t visible = self->visible_end_.load(std::memory_order_relaxed);
+  const bool is_transactional = !owner.empty();
+  std::erase_if(waiters, [&](DurableWaiter* w) {
+    if (durable >= w->end && (is_transactional || visible >= w->end)) {
+      w->done = true;
+      return true;
+    }
+    if (!failure.ok() && w->end > durable) {
+      w->done = true;
+      w->status = failure;
+      return true;
+    }
+    return false;
+  });
+}
+
+void Partition::State::FailWaitersAbove(int64_t end, const Status& status) {
+  std::erase_if(waiters, [&](DurableWaiter* w) {
+    if (w->end <= end) return false;
+    w->done = true;
+    w->status = status;
+    return true;
+  });
+}
+
 Status Partition::State::WriteCommittedFile(int64_t end) const {
   std::string bytes;
   coding::PutFixed64(bytes, static_cast<uint64_t>(end));
@@ -435,6 +462,7 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
       written_end_atomic.store(base, std::memory_order_release);
       ++failures;
       last_failure = status;
+      ResolveWaiters(status);
     }
     durable_cv.notify_all();
     store->chunk_pool_->Recycle(flushing);
@@ -462,6 +490,7 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
       self->visible_end_.store(visible, std::memory_order_release);
       visible_moved = true;
     }
+    ResolveWaiters(Status::OK());
   }
   durable_cv.notify_all();
   if (visible_moved) store->NotifyChange();
@@ -493,9 +522,9 @@ Result<Offset> Partition::Append(const RecordBatchBuilder& batch, Durability dur
   const LogOptions& options = st.store->options();
   // Back-pressure: producers faster than the disk wait rather than grow memory without bound.
   const size_t max_pending = std::max<size_t>(16 << 20, 4 * options.group_commit_bytes);
-  int64_t base, end;
-  uint64_t failures;
-  bool is_transactional, wake, urgent;
+  DurableWaiter waiter;
+  int64_t base;
+  bool is_transactional, write_now, wake, urgent;
   {
     std::unique_lock lk(st.append_mu);
     is_transactional = !st.owner.empty();
@@ -511,29 +540,42 @@ Result<Offset> Partition::Append(const RecordBatchBuilder& batch, Durability dur
     }
     if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
     if (batch.empty()) return Offset(st.written_end);
+    write_now = options.fsync == FsyncPolicy::kAlways ||
+                (is_transactional && durability == Durability::kWaitDurable);
     const size_t before = st.pending_bytes;
     st.AddPending(batch.payload(), static_cast<int64_t>(batch.count()));
     base = st.written_end;
-    end = base + static_cast<int64_t>(batch.count());
-    st.written_end = end;
-    st.written_end_atomic.store(end, std::memory_order_release);
-    failures = st.failures;
+    st.written_end = base + static_cast<int64_t>(batch.count());
+    st.written_end_atomic.store(st.written_end, std::memory_order_release);
     wake = before == 0;
     urgent = before <= options.group_commit_bytes && st.pending_bytes > options.group_commit_bytes;
+    if (write_now || (durability == Durability::kWaitDurable && !is_transactional)) {
+      waiter.end = st.written_end;
+      st.waiters.push_back(&waiter);
+    }
   }
 
-  const bool write_now = options.fsync == FsyncPolicy::kAlways ||
-                         (is_transactional && durability == Durability::kWaitDurable);
   if (write_now) {
-    std::lock_guard io(st.io_mu);
     {
-      std::lock_guard lk(st.append_mu);
-      if (DurableEnd().value() >= end) return Offset(base);  // another writer took ours along
-      if (st.failures != failures) return st.last_failure;
-      if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
+      std::lock_guard io(st.io_mu);
+      bool done;
+      {
+        std::lock_guard lk(st.append_mu);
+        done = waiter.done;  // another writer may have taken our records along, or lost them
+      }
+      // Resolves the waiter either way; its status is what matters, not this one.
+      if (!done) {
+        (void)st.WritePendingLocked(options.fsync != FsyncPolicy::kNever,
+                                    is_transactional ? kKeepVisible : kNoLimit);
+      }
     }
-    WEIR_RETURN_IF_ERROR(st.WritePendingLocked(options.fsync != FsyncPolicy::kNever,
-                                               is_transactional ? kKeepVisible : kNoLimit));
+    std::lock_guard lk(st.append_mu);
+    if (!waiter.done) {
+      std::erase(st.waiters, &waiter);
+      return Status::Internal(st.Where() + ": records at offset " + std::to_string(base) +
+                              " were neither written nor discarded");
+    }
+    if (!waiter.status.ok()) return waiter.status;
     return Offset(base);
   }
   if (is_transactional) return Offset(base);  // the owner's Flush writes it
@@ -542,11 +584,8 @@ Result<Offset> Partition::Append(const RecordBatchBuilder& batch, Durability dur
   if (wake || urgent) st.store->WakeCommitter(urgent);
   if (durability == Durability::kWaitDurable) {
     std::unique_lock lk(st.append_mu);
-    st.durable_cv.wait(
-        lk, [&] { return NextOffset().value() >= end || st.failures != failures || st.deleted; });
-    if (NextOffset().value() >= end) return Offset(base);
-    if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
-    return st.last_failure;
+    st.durable_cv.wait(lk, [&] { return waiter.done; });
+    if (!waiter.status.ok()) return waiter.status;
   }
   return Offset(base);
 }
@@ -571,20 +610,21 @@ Status Partition::WaitDurable(Offset end_offset, std::chrono::milliseconds timeo
     return Status::InvalidArgument(st.Where() + ": cannot wait for offset " + std::to_string(end) +
                                    ", beyond the written end " + std::to_string(st.written_end));
   }
-  const uint64_t failures = st.failures;
+  DurableWaiter waiter;
+  waiter.end = end;
+  st.waiters.push_back(&waiter);
   if (!is_transactional) {
     lk.unlock();
     st.store->WakeCommitter(/*urgent=*/true);
     lk.lock();
   }
-  st.durable_cv.wait_for(lk, timeout,
-                         [&] { return done() || st.failures != failures || st.deleted; });
-  if (done()) return Status::OK();
-  if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
-  if (st.failures != failures) return st.last_failure;
-  return Status::Unavailable(st.Where() + ": offset " + std::to_string(end) +
-                             " not durable after " + std::to_string(timeout.count()) +
-                             " ms (durable end " + std::to_string(DurableEnd().value()) + ")");
+  if (!st.durable_cv.wait_for(lk, timeout, [&] { return waiter.done; })) {
+    std::erase(st.waiters, &waiter);
+    return Status::Unavailable(st.Where() + ": offset " + std::to_string(end) +
+                               " not durable after " + std::to_string(timeout.count()) +
+                               " ms (durable end " + std::to_string(DurableEnd().value()) + ")");
+  }
+  return waiter.status;
 }
 
 Result<Offset> Partition::Flush(std::string_view owner) {
@@ -630,6 +670,10 @@ Status Partition::Publish(Offset end_offset, std::string_view owner) {
 Status Partition::TruncateTo(Offset end_offset, std::string_view owner) {
   State& st = *state_;
   const int64_t end = end_offset.value();
+  auto truncated = [&](int64_t from) {
+    return Status::Aborted(st.Where() + ": records from offset " + std::to_string(from) +
+                           " on were removed by TruncateTo");
+  };
   std::lock_guard io(st.io_mu);
   {
     std::lock_guard lk(st.append_mu);
@@ -647,6 +691,8 @@ Status Partition::TruncateTo(Offset end_offset, std::string_view owner) {
       st.KeepPending(end - pending_base);
       st.written_end = end;
       st.written_end_atomic.store(end, std::memory_order_release);
+      st.FailWaitersAbove(end, truncated(end));
+      st.durable_cv.notify_all();
       return Status::OK();
     }
   }
@@ -676,7 +722,9 @@ Status Partition::TruncateTo(Offset end_offset, std::string_view owner) {
       visible_moved = true;
     }
     durable_end_.store(end, std::memory_order_release);
+    st.FailWaitersAbove(end, truncated(end));
   }
+  st.durable_cv.notify_all();
   std::vector<std::shared_ptr<Segment>> dropped;
   {
     std::lock_guard lk(st.index_mu);
@@ -994,6 +1042,7 @@ Status LogStore::DeleteTopic(const std::string& name) {
       st.deleted = true;
       st.deleted_atomic.store(true);
       st.ClearPending();
+      st.FailWaitersAbove(-1, Status::NotFound(st.Where() + " was deleted"));
     }
     st.durable_cv.notify_all();
     std::lock_guard il(st.index_mu);

@@ -573,6 +573,24 @@ TEST_F(Transactional, TruncateToInsidePendingRecordsKeepsThoseBefore) {
   EXPECT_EQ(records[3].second, ValueFor("a3"));
 }
 
+TEST_F(Transactional, WaitersForRecordsThatTruncateToRemovesGetAborted) {
+  // A waiter that only starts after the truncation is refused (kInvalidArgument) instead: then
+  // try again with a longer head start.
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    ASSERT_TRUE(p().TruncateTo(Offset(0), "app").ok());
+    AppendN(p(), 5, "a", "app");  // pending: only the owner's Flush would make them durable
+    Status waited;
+    std::thread waiter([&] { waited = p().WaitDurable(Offset(5), std::chrono::seconds(30)); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(10 << attempt));
+    ASSERT_TRUE(p().TruncateTo(Offset(2), "app").ok());
+    waiter.join();
+    if (waited.code() == StatusCode::kInvalidArgument) continue;
+    EXPECT_EQ(waited.code(), StatusCode::kAborted) << waited.ToString();
+    return;
+  }
+  FAIL() << "the waiter never started before the truncation";
+}
+
 TEST_F(Transactional, TruncateToInsideAWrittenBatchIsInvalidArgument) {
   AppendN(p(), 6, "a", "app");
   ASSERT_TRUE(p().Flush("app").ok());  // one batch [0, 6)

@@ -56,6 +56,15 @@ class ChunkPool {
   const size_t max_free_;
 };
 
+// A thread waiting for records to become durable. The writer that decides its fate (makes
+// [.., end) durable, or discards records below `end`) marks it done under append_mu, so the
+// answer cannot be confused by later records that reuse discarded offsets.
+struct DurableWaiter {
+  int64_t end = 0;
+  bool done = false;
+  Status status;
+};
+
 struct Partition::State {
   State(Partition* self, LogStore* store, std::filesystem::path dir, const TopicConfig& config);
 
@@ -78,6 +87,12 @@ struct Partition::State {
   void AddPending(std::string_view payload, int64_t count);
   void KeepPending(int64_t records);  // drops every pending record after the first `records`
   void ClearPending();
+  // Marks done every waiter whose records are now durable (plain: and visible); with a
+  // `failure`, also every waiter waiting for records above the durable end, with that status.
+  // REQUIRES: append_mu held.
+  void ResolveWaiters(const Status& failure);
+  // Marks done, with `status`, every waiter for records above `end`. REQUIRES: append_mu held.
+  void FailWaitersAbove(int64_t end, const Status& status);
   Status WriteCommittedFile(int64_t end) const;
   std::string Where() const;  // "topic 'x' partition 3"
 
@@ -97,6 +112,7 @@ struct Partition::State {
   bool deleted = false;
   uint64_t failures = 0;  // failed writes so far
   Status last_failure;
+  std::vector<DurableWaiter*> waiters;
   int64_t lost_from = 0;  // [lost_from, lost_to): discarded by the last failure
   int64_t lost_to = 0;
 
