@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,7 +62,7 @@ class KeyValueStore {
               const std::function<bool(std::string_view key, const Value& value)>& visit);
 
   // Entries changed since the last checkpoint.
-  size_t dirty_count() const { return dirty_count_; }
+  size_t dirty_count() const { return dirty_index_.size() + unindexed_.size(); }
   size_t cached_count() const { return cache_.size(); }
 
  private:
@@ -70,15 +71,50 @@ class KeyValueStore {
     Value value;
     bool present = false;  // false: the key has no value (deleted or known absent)
     bool dirty = false;    // changed since the last checkpoint
+    // Whether the last committed checkpoint may hold the key (false only when known absent), so
+    // a Delete of a key that was never committed writes no tombstone.
+    bool maybe_committed = true;
+    // Written while a checkpoint was prepared: the prepared transaction holds an older value, so
+    // the entry stays dirty when that checkpoint commits.
+    bool rewritten = false;
   };
+  // Heterogeneous lookup: a string_view finds a cached key without building a std::string. Not
+  // noexcept on purpose: libstdc++ then keeps each node's hash, and compares keys on a hash match
+  // only.
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
+  };
+  using Cache = std::unordered_map<std::string, Entry, KeyHash, std::equal_to<>>;
+
   KeyValueStore(TaskStore* owner, std::string name, rocksdb::ColumnFamilyHandle* cf);
+  // The entry at `key`, created if needed, marked dirty.
   Entry& Touch(std::string_view key);
+  // Get's cache miss: reads the committed value and caches it (or its absence) as clean.
+  Result<const Value*> Load(std::string_view key);
+  Result<Value> Decode(std::string_view key, std::string_view bytes) const;
+  // Moves unindexed_ into dirty_index_.
+  void IndexDirty();
+  // Checkpoint steps, driven by TaskStore.
+  Status WriteDirty(rocksdb::Transaction& txn, std::string& buffer);
+  enum class Settled { kStillDirty, kClean, kDropped };
+  // What a commit does to one dirty entry; kDropped: the caller erases it from cache_.
+  static Settled Settle(Entry& entry);
+  void MarkCommitted(size_t cache_max_entries);
+  void MarkRolledBack();
+  void DropClean();
 
   TaskStore* owner_;
   std::string name_;
   rocksdb::ColumnFamilyHandle* cf_;
-  std::unordered_map<std::string, Entry> cache_;
-  size_t dirty_count_ = 0;
+  Cache cache_;
+  // Every dirty entry is in exactly one of these two. dirty_index_ holds them in key order (views
+  // of cache_'s keys: unordered_map nodes never move), so that a Scan merges them with the
+  // committed state without sorting the cache. A first write only appends to unindexed_, and the
+  // next Scan indexes what is there: an ordered insert costs a cache miss per tree level, which a
+  // store that is only read and written by key (a counter) never needs to pay.
+  std::map<std::string_view, Entry*> dirty_index_;
+  std::vector<Cache::value_type*> unindexed_;
 };
 
 struct TaskStoreOptions {
@@ -130,7 +166,10 @@ class TaskStore {
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned; closed in the destructor
   rocksdb::ColumnFamilyHandle* meta_cf_ = nullptr;
   std::vector<std::unique_ptr<KeyValueStore>> stores_;
-  std::unordered_map<std::string, std::string> dirty_meta_;
+  using MetaMap =
+      std::unordered_map<std::string, std::string, KeyValueStore::KeyHash, std::equal_to<>>;
+  MetaMap dirty_meta_;     // set since the last Prepare
+  MetaMap prepared_meta_;  // in the prepared transaction, until it commits or rolls back
   std::unique_ptr<rocksdb::Transaction> prepared_;
 };
 

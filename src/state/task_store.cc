@@ -1,0 +1,570 @@
+#include "state/task_store.h"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/convenience.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/options.h>
+#include <rocksdb/slice_transform.h>
+#include <rocksdb/table.h>
+#include <rocksdb/utilities/transaction.h>
+#include <rocksdb/utilities/transaction_db.h>
+
+#include <algorithm>
+#include <string>
+#include <system_error>
+#include <utility>
+
+namespace weir::state {
+namespace {
+
+constexpr std::string_view kMetaFamily = "__meta";
+
+rocksdb::Slice ToSlice(std::string_view s) { return {s.data(), s.size()}; }
+std::string_view ToView(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
+
+// Keys are binary; error messages show a bounded hex rendering.
+std::string HexKey(std::string_view key) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  constexpr size_t kMaxBytes = 48;
+  std::string out;
+  for (size_t i = 0; i < std::min(key.size(), kMaxBytes); ++i) {
+    auto b = static_cast<unsigned char>(key[i]);
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 0xf]);
+  }
+  if (key.size() > kMaxBytes) out += "...";
+  return out;
+}
+
+// Turns a RocksDB status into a Weir one whose code says what the caller can do; `what` names the
+// operation, `dir` the store.
+Status FromRocks(const rocksdb::Status& s, std::string_view what,
+                 const std::filesystem::path& dir) {
+  std::string message = std::string(what) + " (state store " + dir.string() + "): " + s.ToString();
+  using Code = rocksdb::Status::Code;
+  switch (s.code()) {
+    case Code::kOk:
+      return Status::OK();
+    case Code::kNotFound:
+      return Status::NotFound(std::move(message));
+    case Code::kCorruption:
+      return Status::Corruption(std::move(message));
+    case Code::kInvalidArgument:
+      return Status::InvalidArgument(std::move(message));
+    case Code::kIOError:
+      if (s.IsNoSpace()) return Status::ResourceExhausted(std::move(message));
+      return Status::IOError(std::move(message));
+    case Code::kBusy:
+    case Code::kTimedOut:
+    case Code::kTryAgain:
+    case Code::kShutdownInProgress:
+      return Status::Unavailable(std::move(message));
+    case Code::kAborted:
+      return Status::Aborted(std::move(message));
+    case Code::kNotSupported:
+      return Status::FailedPrecondition(std::move(message));
+    default:
+      return Status::Internal(std::move(message));
+  }
+}
+
+bool IsValidStoreName(std::string_view name) {
+  if (name.empty() || name == kMetaFamily) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
+  });
+}
+
+rocksdb::DBOptions MakeDbOptions(const TaskStoreOptions& options) {
+  rocksdb::DBOptions db;
+  db.create_if_missing = true;
+  db.create_missing_column_families = true;
+  // Prepared transactions are written to the WAL and recovered as prepared after a crash.
+  db.allow_2pc = true;
+  // Many task stores share a process: keep file handles, WAL and info logs bounded.
+  db.max_open_files = 256;
+  db.max_total_wal_size = 64 << 20;
+  db.keep_log_file_num = 2;
+  db.max_log_file_size = 4 << 20;
+  // RocksDB grows the shared Env's flush and compaction pools to this limit.
+  db.max_background_jobs = std::max(1, options.background_threads);
+  return db;
+}
+
+rocksdb::ColumnFamilyOptions MakeFamilyOptions() {
+  rocksdb::ColumnFamilyOptions cf;
+  cf.write_buffer_size = 16 << 20;
+  cf.level_compaction_dynamic_level_bytes = true;
+  // A checkpoint writes each store's dirty keys in key order: one insert hint for the whole
+  // memtable (an empty prefix) turns most skiplist inserts into appends (-28% CPU per checkpoint
+  // in task_store_benchmark).
+  cf.memtable_insert_with_hint_prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(0));
+  // Debian's librocksdb is built with LZ4; fall back to none rather than fail on another build.
+  const auto supported = rocksdb::GetSupportedCompressions();
+  cf.compression =
+      std::find(supported.begin(), supported.end(), rocksdb::kLZ4Compression) != supported.end()
+          ? rocksdb::kLZ4Compression
+          : rocksdb::kNoCompression;
+  rocksdb::BlockBasedTableOptions table;
+  // Hot state lives in the KeyValueStore cache; the block cache only serves its misses.
+  table.block_cache = rocksdb::NewLRUCache(8 << 20);
+  // A cache miss is a point lookup that usually finds nothing (a new key): bloom filters answer
+  // it without reading data blocks.
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return cf;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// KeyValueStore
+
+KeyValueStore::KeyValueStore(TaskStore* owner, std::string name, rocksdb::ColumnFamilyHandle* cf)
+    : owner_(owner), name_(std::move(name)), cf_(cf) {}
+
+Result<const Value*> KeyValueStore::Get(std::string_view key) {
+  auto it = cache_.find(key);
+  if (it != cache_.end()) [[likely]] {
+    return it->second.present ? &it->second.value : nullptr;
+  }
+  return Load(key);
+}
+
+Result<const Value*> KeyValueStore::Load(std::string_view key) {
+  rocksdb::PinnableSlice bytes;
+  rocksdb::Status s = owner_->db_->Get(rocksdb::ReadOptions(), cf_, ToSlice(key), &bytes);
+  Entry entry;
+  if (s.ok()) {
+    WEIR_ASSIGN_OR_RETURN(entry.value, Decode(key, ToView(bytes)));
+    entry.present = true;
+  } else if (s.IsNotFound()) {
+    entry.maybe_committed = false;
+  } else {
+    return FromRocks(s, "reading store " + name_ + " key " + HexKey(key), owner_->dir_);
+  }
+  Entry& cached = cache_.emplace(std::string(key), std::move(entry)).first->second;
+  return cached.present ? &cached.value : nullptr;
+}
+
+Result<Value> KeyValueStore::Decode(std::string_view key, std::string_view bytes) const {
+  std::string_view in = bytes;
+  Result<Value> value = Value::ReadBinary(in);
+  if (value.ok() && !in.empty()) value = Status::Corruption("value: trailing bytes");
+  if (!value.ok()) {
+    return value.status().WithContext("store " + name_ + " key " + HexKey(key) +
+                                      " in state store " + owner_->dir_.string());
+  }
+  return value;
+}
+
+KeyValueStore::Entry& KeyValueStore::Touch(std::string_view key) {
+  auto it = cache_.find(key);
+  if (it == cache_.end()) it = cache_.emplace(std::string(key), Entry{}).first;
+  Entry& entry = it->second;
+  if (!entry.dirty) {
+    entry.dirty = true;
+    unindexed_.push_back(&*it);
+  }
+  if (owner_->prepared_ != nullptr) entry.rewritten = true;
+  return entry;
+}
+
+void KeyValueStore::Put(std::string_view key, Value value) {
+  Entry& entry = Touch(key);
+  entry.value = std::move(value);
+  entry.present = true;
+}
+
+void KeyValueStore::Delete(std::string_view key) {
+  Entry& entry = Touch(key);
+  entry.value = Value();
+  entry.present = false;
+}
+
+Status KeyValueStore::Scan(
+    std::string_view from, std::string_view to, bool backwards,
+    const std::function<bool(std::string_view key, const Value& value)>& visit) {
+  if (!to.empty() && to <= from) return Status::OK();
+  IndexDirty();
+
+  rocksdb::ReadOptions read_options;
+  const rocksdb::Slice lower = ToSlice(from);
+  const rocksdb::Slice upper = ToSlice(to);
+  read_options.iterate_lower_bound = &lower;
+  if (!to.empty()) read_options.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> committed(owner_->db_->NewIterator(read_options, cf_));
+
+  // The dirty cursor is a map iterator rather than a reverse_iterator, and range ends are checked
+  // by key: a Scan started from `visit` indexes pending writes into dirty_index_, and an insertion
+  // leaves element iterators valid, whereas a reverse_iterator would start pointing at the new key.
+  auto in_range = [&](std::string_view key) { return key >= from && (to.empty() || key < to); };
+  auto dirty = dirty_index_.end();
+  if (backwards) {
+    committed->SeekToLast();  // honours iterate_upper_bound
+    auto after = to.empty() ? dirty_index_.end() : dirty_index_.lower_bound(to);
+    if (after != dirty_index_.begin()) dirty = std::prev(after);
+  } else {
+    committed->Seek(lower);
+    dirty = dirty_index_.lower_bound(from);
+  }
+  auto advance_dirty = [&] {
+    if (!backwards) {
+      ++dirty;
+    } else if (dirty == dirty_index_.begin()) {
+      dirty = dirty_index_.end();
+    } else {
+      --dirty;
+    }
+  };
+  auto advance_committed = [&] { backwards ? committed->Prev() : committed->Next(); };
+
+  while (true) {
+    const bool has_committed = committed->Valid();
+    if (!has_committed && !committed->status().ok()) {
+      return FromRocks(committed->status(), "scanning store " + name_, owner_->dir_);
+    }
+    const bool has_dirty = dirty != dirty_index_.end() && in_range(dirty->first);
+    if (!has_committed && !has_dirty) break;
+
+    // order < 0: the committed key comes next in visiting order; > 0: the dirty key; 0: both.
+    int order;
+    if (!has_dirty) {
+      order = -1;
+    } else if (!has_committed) {
+      order = 1;
+    } else {
+      int c = committed->key().compare(ToSlice(dirty->first));
+      order = backwards ? -c : c;
+    }
+    if (order < 0) {
+      std::string_view key = ToView(committed->key());
+      WEIR_ASSIGN_OR_RETURN(Value value, Decode(key, ToView(committed->value())));
+      if (!visit(key, value)) return Status::OK();
+      advance_committed();
+      continue;
+    }
+    // The uncommitted write replaces the committed value (or hides the key).
+    if (order == 0) advance_committed();
+    const Entry& entry = *dirty->second;
+    if (entry.present && !visit(dirty->first, entry.value)) return Status::OK();
+    advance_dirty();
+  }
+  return Status::OK();
+}
+
+void KeyValueStore::IndexDirty() {
+  for (Cache::value_type* node : unindexed_) dirty_index_.emplace(node->first, &node->second);
+  unindexed_.clear();
+}
+
+Status KeyValueStore::WriteDirty(rocksdb::Transaction& txn, std::string& buffer) {
+  auto write = [&](std::string_view key, const Entry& entry) {
+    if (entry.present) {
+      buffer.clear();
+      entry.value.AppendBinary(buffer);
+      return txn.Put(cf_, ToSlice(key), buffer);
+    }
+    return entry.maybe_committed ? txn.Delete(cf_, ToSlice(key)) : rocksdb::Status::OK();
+  };
+  // In key order: the transaction's index and the memtable are skiplists, and sorted inserts
+  // are several times cheaper than random ones (the memtable's insert hint turns them into
+  // appends). The unindexed entries are sorted, then merged with the index.
+  std::sort(
+      unindexed_.begin(), unindexed_.end(),
+      [](const Cache::value_type* a, const Cache::value_type* b) { return a->first < b->first; });
+  auto indexed = dirty_index_.begin();
+  auto pending = unindexed_.begin();
+  rocksdb::Status s;
+  while (s.ok() && (indexed != dirty_index_.end() || pending != unindexed_.end())) {
+    if (pending == unindexed_.end() ||
+        (indexed != dirty_index_.end() && indexed->first < (*pending)->first)) {
+      s = write(indexed->first, *indexed->second);
+      ++indexed;
+    } else {
+      s = write((*pending)->first, (*pending)->second);
+      ++pending;
+    }
+  }
+  if (!s.ok()) return FromRocks(s, "checkpointing store " + name_, owner_->dir_);
+  return Status::OK();
+}
+
+KeyValueStore::Settled KeyValueStore::Settle(Entry& entry) {
+  if (entry.rewritten) {
+    // Still dirty: the committed checkpoint holds an older value of it (or none).
+    entry.rewritten = false;
+    entry.maybe_committed = true;
+    return Settled::kStillDirty;
+  }
+  entry.dirty = false;
+  // A committed delete leaves the cache: such keys (expired windows, fired timers) are rarely
+  // read again, and would otherwise linger as known-absent entries.
+  if (!entry.present) return Settled::kDropped;
+  entry.maybe_committed = true;
+  return Settled::kClean;
+}
+
+void KeyValueStore::MarkCommitted(size_t cache_max_entries) {
+  for (auto it = dirty_index_.begin(); it != dirty_index_.end();) {
+    const Settled settled = Settle(*it->second);
+    if (settled == Settled::kStillDirty) {
+      ++it;
+      continue;
+    }
+    const std::string_view key = it->first;
+    it = dirty_index_.erase(it);
+    if (settled == Settled::kDropped) cache_.erase(cache_.find(key));
+  }
+  size_t kept = 0;
+  for (Cache::value_type* node : unindexed_) {
+    const Settled settled = Settle(node->second);
+    if (settled == Settled::kStillDirty) {
+      unindexed_[kept++] = node;
+    } else if (settled == Settled::kDropped) {
+      cache_.erase(cache_.find(node->first));
+    }
+  }
+  unindexed_.resize(kept);
+  // Without per-hit recency bookkeeping (which would cost the hot path) the clean entries evicted
+  // are those first in hash order: effectively random.
+  for (auto it = cache_.begin(); cache_.size() > cache_max_entries && it != cache_.end();) {
+    it = it->second.dirty ? std::next(it) : cache_.erase(it);
+  }
+}
+
+void KeyValueStore::MarkRolledBack() {
+  for (auto& [key, entry] : dirty_index_) entry->rewritten = false;
+  for (Cache::value_type* node : unindexed_) node->second.rewritten = false;
+}
+
+void KeyValueStore::DropClean() {
+  std::erase_if(cache_, [](const auto& node) { return !node.second.dirty; });
+}
+
+// ---------------------------------------------------------------------------------------------
+// TaskStore
+
+Result<std::unique_ptr<TaskStore>> TaskStore::Open(const std::filesystem::path& dir,
+                                                   const std::vector<std::string>& store_names,
+                                                   const TaskStoreOptions& options) {
+  for (size_t i = 0; i < store_names.size(); ++i) {
+    const std::string& name = store_names[i];
+    if (!IsValidStoreName(name)) {
+      return Status::InvalidArgument("state store " + dir.string() + ": invalid store name '" +
+                                     name + "' (want [A-Za-z0-9_.-]+, not \"__meta\")");
+    }
+    if (std::find(store_names.begin(), store_names.begin() + i, name) != store_names.begin() + i) {
+      return Status::InvalidArgument("state store " + dir.string() + ": store '" + name +
+                                     "' is listed twice");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return Status::IOError("creating state store directory " + dir.string() + ": " + ec.message());
+  }
+
+  const rocksdb::DBOptions db_options = MakeDbOptions(options);
+  // RocksDB refuses to open a DB without all of its column families, so every existing one is
+  // opened, listed or not.
+  std::vector<std::string> families;
+  rocksdb::Status s = rocksdb::DB::ListColumnFamilies(db_options, dir.string(), &families);
+  if (!s.ok()) {
+    if (std::filesystem::exists(dir / "CURRENT")) {
+      return FromRocks(s, "listing column families", dir);
+    }
+    families.clear();  // a new store
+  }
+  auto add_family = [&](std::string_view name) {
+    if (std::find(families.begin(), families.end(), name) == families.end()) {
+      families.emplace_back(name);
+    }
+  };
+  add_family(rocksdb::kDefaultColumnFamilyName);
+  add_family(kMetaFamily);
+  for (const std::string& name : store_names) add_family(name);
+
+  const rocksdb::ColumnFamilyOptions family_options = MakeFamilyOptions();
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  descriptors.reserve(families.size());
+  for (const std::string& name : families) descriptors.emplace_back(name, family_options);
+
+  std::unique_ptr<TaskStore> store(new TaskStore());
+  store->dir_ = dir;
+  store->options_ = options;
+  rocksdb::TransactionDB* db = nullptr;
+  s = rocksdb::TransactionDB::Open(db_options, rocksdb::TransactionDBOptions(), dir.string(),
+                                   descriptors, &store->handles_, &db);
+  if (!s.ok()) {
+    // RocksDB's LOCK file: another TaskStore (in this process or another) has the directory.
+    if (s.IsIOError() && s.ToString().find("LOCK") != std::string::npos) {
+      return Status::Unavailable("state store " + dir.string() +
+                                 " is already open in another TaskStore (" + s.ToString() +
+                                 "): close it first, or use another directory");
+    }
+    return FromRocks(s, "opening", dir);
+  }
+  store->db_.reset(db);
+
+  auto handle_of = [&](std::string_view name) {
+    auto at = std::find(families.begin(), families.end(), name) - families.begin();
+    return store->handles_[at];
+  };
+  store->meta_cf_ = handle_of(kMetaFamily);
+  for (const std::string& name : store_names) {
+    store->stores_.push_back(
+        std::unique_ptr<KeyValueStore>(new KeyValueStore(store.get(), name, handle_of(name))));
+  }
+  return store;
+}
+
+TaskStore::~TaskStore() {
+  stores_.clear();
+  // A pending prepared transaction is deleted without commit or rollback: it stays prepared in
+  // the WAL, and the next Open recovers it as such.
+  prepared_.reset();
+  if (db_ == nullptr) return;
+  for (rocksdb::ColumnFamilyHandle* handle : handles_) db_->DestroyColumnFamilyHandle(handle);
+  db_.reset();
+}
+
+KeyValueStore& TaskStore::store(std::string_view name) {
+  auto it = std::find_if(stores_.begin(), stores_.end(),
+                         [&](const auto& store) { return store->name() == name; });
+  WEIR_CHECK(it != stores_.end(), "unknown state store '" + std::string(name) + "' in " +
+                                      dir_.string() + ": stores are named when it is opened");
+  return **it;
+}
+
+Result<std::optional<std::string>> TaskStore::GetMeta(std::string_view key) {
+  if (auto it = dirty_meta_.find(key); it != dirty_meta_.end()) return {it->second};
+  if (auto it = prepared_meta_.find(key); it != prepared_meta_.end()) return {it->second};
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_cf_, ToSlice(key), &value);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  if (!s.ok()) return FromRocks(s, "reading meta " + std::string(key), dir_);
+  return {std::move(value)};
+}
+
+void TaskStore::PutMeta(std::string_view key, std::string value) {
+  dirty_meta_.insert_or_assign(std::string(key), std::move(value));
+}
+
+Status TaskStore::Prepare(std::string_view checkpoint_name) {
+  if (prepared_ != nullptr) {
+    return Status::FailedPrecondition("state store " + dir_.string() + ": checkpoint " +
+                                      prepared_->GetName() +
+                                      " is still prepared; Commit or Rollback it first");
+  }
+  // A recovered transaction's writes are not in the committed state this cache was read from.
+  if (std::vector<std::string> pending = PreparedCheckpoints(); !pending.empty()) {
+    return Status::FailedPrecondition("state store " + dir_.string() + ": recovered checkpoint " +
+                                      pending.front() +
+                                      " must be committed or rolled back (CommitPrepared / "
+                                      "RollbackPrepared) before a new checkpoint");
+  }
+  rocksdb::WriteOptions write_options;
+  write_options.sync = true;  // Prepare is the durable step
+  rocksdb::TransactionOptions txn_options;
+  txn_options.skip_concurrency_control = true;  // the task thread is the only writer
+  std::unique_ptr<rocksdb::Transaction> txn(db_->BeginTransaction(write_options, txn_options));
+  const std::string what = "preparing checkpoint " + std::string(checkpoint_name);
+  rocksdb::Status s = txn->SetName(std::string(checkpoint_name));
+  if (!s.ok()) return FromRocks(s, what, dir_);
+
+  std::string buffer;
+  for (const auto& store : stores_) {
+    WEIR_RETURN_IF_ERROR(store->WriteDirty(*txn, buffer));
+  }
+  for (const auto& [key, value] : dirty_meta_) {
+    s = txn->Put(meta_cf_, ToSlice(key), value);
+    if (!s.ok()) return FromRocks(s, what, dir_);
+  }
+  s = txn->Prepare();
+  if (!s.ok()) return FromRocks(s, what, dir_);
+
+  prepared_ = std::move(txn);
+  prepared_meta_ = std::move(dirty_meta_);
+  dirty_meta_.clear();
+  return Status::OK();
+}
+
+Status TaskStore::Commit() {
+  if (prepared_ == nullptr) {
+    return Status::FailedPrecondition("state store " + dir_.string() +
+                                      ": Commit without a prepared checkpoint");
+  }
+  // The WAL was synced by Prepare; a commit marker lost in a crash leaves the checkpoint
+  // prepared, and recovery commits it.
+  rocksdb::WriteOptions write_options;
+  write_options.sync = false;
+  prepared_->SetWriteOptions(write_options);
+  rocksdb::Status s = prepared_->Commit();
+  if (!s.ok()) return FromRocks(s, "committing checkpoint " + prepared_->GetName(), dir_);
+  prepared_.reset();
+  for (const auto& store : stores_) store->MarkCommitted(options_.cache_max_entries);
+  prepared_meta_.clear();
+  return Status::OK();
+}
+
+Status TaskStore::Rollback() {
+  if (prepared_ == nullptr) return Status::OK();  // a failed Prepare left nothing behind
+  rocksdb::Status s = prepared_->Rollback();
+  if (!s.ok()) return FromRocks(s, "rolling back checkpoint " + prepared_->GetName(), dir_);
+  prepared_.reset();
+  for (const auto& store : stores_) store->MarkRolledBack();
+  // Meta set after the Prepare is newer than the rolled-back value.
+  for (auto& [key, value] : prepared_meta_) dirty_meta_.try_emplace(key, std::move(value));
+  prepared_meta_.clear();
+  return Status::OK();
+}
+
+std::vector<std::string> TaskStore::PreparedCheckpoints() const {
+  std::vector<rocksdb::Transaction*> txns;
+  db_->GetAllPreparedTransactions(&txns);
+  std::vector<std::string> names;
+  for (rocksdb::Transaction* txn : txns) {
+    if (txn != prepared_.get()) names.push_back(txn->GetName());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Status TaskStore::CommitPrepared(std::string_view checkpoint_name) {
+  const std::string name(checkpoint_name);
+  if (prepared_ != nullptr && prepared_->GetName() == name) {
+    return Status::FailedPrecondition("state store " + dir_.string() + ": checkpoint " + name +
+                                      " was prepared by this TaskStore; use Commit()");
+  }
+  rocksdb::Transaction* txn = db_->GetTransactionByName(name);
+  if (txn == nullptr) {
+    return Status::NotFound("state store " + dir_.string() + ": no prepared checkpoint " + name);
+  }
+  rocksdb::Status s = txn->Commit();
+  if (!s.ok()) return FromRocks(s, "committing recovered checkpoint " + name, dir_);
+  // Once resolved, a recovered transaction is no longer registered with the DB: it is ours.
+  delete txn;
+  // Clean cache entries were read from the state before this commit.
+  for (const auto& store : stores_) store->DropClean();
+  return Status::OK();
+}
+
+Status TaskStore::RollbackPrepared(std::string_view checkpoint_name) {
+  const std::string name(checkpoint_name);
+  if (prepared_ != nullptr && prepared_->GetName() == name) {
+    return Status::FailedPrecondition("state store " + dir_.string() + ": checkpoint " + name +
+                                      " was prepared by this TaskStore; use Rollback()");
+  }
+  rocksdb::Transaction* txn = db_->GetTransactionByName(name);
+  if (txn == nullptr) {
+    return Status::NotFound("state store " + dir_.string() + ": no prepared checkpoint " + name);
+  }
+  rocksdb::Status s = txn->Rollback();
+  if (!s.ok()) return FromRocks(s, "rolling back recovered checkpoint " + name, dir_);
+  delete txn;
+  return Status::OK();
+}
+
+}  // namespace weir::state
