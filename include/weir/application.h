@@ -1,0 +1,89 @@
+// Application: a named dataflow over one data directory, run to completion or until stopped.
+//
+// Run() compiles the graph into per-partition tasks, recovers them from the last checkpoint,
+// runs them on worker threads and checkpoints every `checkpoint_interval` or
+// `checkpoint_records` records: state, consumed positions and output positions are made
+// durable together, so on the embedded log a crash at any instant followed by another Run()
+// gives the outputs of a run that never crashed (DESIGN.md §4).
+//
+// Bounded sources (files, bounded topics, generators with a count) end: their watermark goes to
+// +infinity, every downstream task drains, and Run() returns after a final checkpoint.
+// Otherwise Run() returns after Stop() (thread-safe, e.g. from a signal handler's thread).
+//
+// One process at a time may use a data directory (it is locked).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "weir/status.h"
+#include "weir/stream.h"
+
+namespace weir {
+
+namespace app {
+class Runtime;
+}
+
+struct ApplicationOptions {
+  std::string name;                      // [A-Za-z0-9._-]+; names state, internal topics, DLQ
+  std::string data_dir = "./weir-data";
+  int workers = 0;                       // worker threads; 0: min(cores, tasks)
+  int32_t partitions = 0;                // repartition topics' partitions; 0: max(source, workers)
+  std::chrono::milliseconds checkpoint_interval{1000};
+  int64_t checkpoint_records = 200'000;  // also checkpoint after this many input records
+  std::string fsync = "group";           // log fsync policy: group, always, never
+  // A description of the pipeline's definition; a restart whose description differs from the
+  // checkpoint's is refused (its state would not fit). YAML pipelines pass their canonical form.
+  std::string definition;
+  // Progress lines (checkpoints, completion) go here; empty: silent.
+  std::function<void(const std::string&)> on_progress;
+};
+
+// What a run did, for the CLI's summary and for tests.
+struct RunSummary {
+  int64_t records_in = 0;
+  int64_t records_out = 0;
+  int64_t dead_letters = 0;
+  int64_t checkpoints = 0;
+  int64_t restored_checkpoint = 0;       // the checkpoint the run started from (0: fresh)
+  bool completed = false;                // every source ended and drained
+  double cpu_seconds = 0;                // process CPU time during the run
+  double wall_seconds = 0;
+  int64_t peak_rss_bytes = 0;
+};
+
+class Application {
+ public:
+  explicit Application(ApplicationOptions options);
+  ~Application();
+  Application(const Application&) = delete;
+  Application& operator=(const Application&) = delete;
+
+  Stream FromFile(FileSourceOptions options);
+  Stream FromTopic(TopicSourceOptions options);
+  Stream FromGenerator(GeneratorOptions options);
+
+  // Definition errors (a bad name, a step after a sink, no sink, a source without a key) are
+  // reported here, before anything is opened.
+  Result<RunSummary> Run();
+  void Stop();
+
+  // Discards the application's state and checkpoint (not its input or output topics), so that
+  // the next Run starts over. kFailedPrecondition if the data directory is in use.
+  Status Reset();
+
+  const ApplicationOptions& options() const { return options_; }
+
+ private:
+  ApplicationOptions options_;
+  std::unique_ptr<dataflow::Graph> graph_;
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<app::Runtime*> running_{nullptr};
+};
+
+}  // namespace weir

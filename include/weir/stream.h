@@ -1,0 +1,156 @@
+// The Stream API: a fluent description of a dataflow (DESIGN.md §4, §12).
+//
+//   weir::Application app({.name = "purchases", .data_dir = "./weir-data"});
+//   app.FromFile({.path = "events.jsonl", .key = {"user"}, .timestamp_field = "ts"})
+//       .Filter([](const weir::Value& v) { return v.Find("action")->as_string() == "buy"; })
+//       .GroupBy("page")
+//       .Aggregate({{"sales", weir::agg::Count()}, {"revenue", weir::agg::Sum("amount")}})
+//       .ToTopic("sales-by-page");
+//   weir::Status s = app.Run();
+//
+// A Stream is a cheap handle on a node of the application's graph; every method adds a step
+// after it and returns the new stream, so a stream can branch (two steps after one node). The
+// graph is compiled when the application runs: it is cut at every GroupBy into sub-topologies,
+// each instantiated once per input partition as a task (as Kafka Streams does).
+//
+// Functions given to steps run on a task's thread, one record at a time, and may be called
+// again for the same record after a crash (the engine replays from the last checkpoint), so
+// they must not have side effects outside the State they are given.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "weir/key.h"
+#include "weir/record.h"
+#include "weir/status.h"
+#include "weir/value.h"
+
+namespace weir {
+
+namespace dataflow {
+struct Graph;
+class StepState;
+}  // namespace dataflow
+
+// The state of the current record's key in one stateful step: named values, durable at the
+// next checkpoint, restored after a crash. Only valid during the call it is passed to.
+class State {
+ public:
+  // The value stored under `name`, or nullptr.
+  const Value* Get(std::string_view name);
+  void Set(std::string_view name, Value value);
+  void Delete(std::string_view name);
+
+ private:
+  friend class dataflow::StepState;
+  explicit State(dataflow::StepState* impl) : impl_(impl) {}
+  dataflow::StepState* impl_;
+};
+
+// Where a record's key comes from when a source parses JSON: a field of the value, of a type.
+struct KeySpec {
+  std::string field;                     // dotted path; empty: the source's own key (topics)
+  KeySerde type = KeySerde::kString;
+};
+
+struct FileSourceOptions {
+  std::string path;                      // JSON lines
+  KeySpec key;                           // REQUIRED field for files
+  std::string timestamp_field;           // integer ms; empty: the time the line is read
+  std::string dead_letter_topic;         // empty: "<application>.dlq"
+  double max_rate = 0;                   // records/s; 0: as fast as possible
+};
+
+struct TopicSourceOptions {
+  std::string topic;
+  KeySpec key;                           // empty field: keep the stored key
+  std::string timestamp_field;           // empty: keep the stored timestamp
+  std::string dead_letter_topic;         // empty: "<application>.dlq"
+  // Read up to the end the topic had when the run started, then finish (like a file);
+  // otherwise follow it until stopped.
+  bool bounded = false;
+  double max_rate = 0;
+};
+
+// A deterministic clickstream: users browse pages in sessions of activity separated by quiet
+// spells; views, clicks, cart adds and purchases (with amounts). Keyed by "user" (string), so
+// partition p holds only users that murmur2 puts on partition p. The same options always give
+// the same events, and a restart resumes exactly where the last checkpoint left it.
+struct GeneratorOptions {
+  int32_t partitions = 1;
+  int64_t events = -1;                   // in all; -1: unbounded
+  int64_t users = 10'000;
+  int64_t start_time_ms = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
+  double events_per_second = 1000;       // event-time rate the timestamps follow
+  double max_rate = 0;                   // wall-clock throttle, records/s; 0: unthrottled
+  uint64_t seed = 42;
+  // Event-time disorder: up to this many ms of lateness on some events (0: in order).
+  int64_t max_out_of_order_ms = 2000;
+  // The share of users active at any moment (0-1]. Below 1, users have sessions separated by
+  // quiet spells; at 1 every event picks any user (a uniform key distribution, for benchmarks).
+  double active_fraction = 0.2;
+};
+
+struct TopicSinkOptions {
+  std::string topic;
+  int32_t partitions = 0;                // for a new topic; 0: the producing step's task count
+};
+
+// A running aggregation's building block. Built-ins: weir::agg::Count(), Sum(field), Mean(field),
+// Min(field), Max(field). Every one is mergeable. Null and missing fields are skipped (as SQL's
+// aggregates do); a value the aggregation cannot take (summing a string) is a dead letter.
+class Aggregator;
+using AggregatorPtr = std::shared_ptr<const Aggregator>;
+namespace agg {
+AggregatorPtr Count();
+AggregatorPtr Sum(std::string field);
+AggregatorPtr Mean(std::string field);
+AggregatorPtr Min(std::string field);
+AggregatorPtr Max(std::string field);
+}  // namespace agg
+
+class Stream {
+ public:
+  // value -> new value.
+  Stream Map(std::function<Value(const Value&)> fn, std::string name = "");
+  // Keeps the records for which `pred` is true.
+  Stream Filter(std::function<bool(const Value&)> pred, std::string name = "");
+  // value -> zero or more values, each a record with the same key and timestamp.
+  Stream FlatMap(std::function<std::vector<Value>(const Value&)> fn, std::string name = "");
+  // A stateful transformation: the new value, or nullopt to drop the record. The State is the
+  // record key's state in this step (durable, exactly once).
+  Stream Apply(std::function<std::optional<Value>(const Value&, State&)> fn, std::string name = "");
+  // Changes the value in place, with the key's state; the record goes on.
+  Stream Update(std::function<void(Value&, State&)> fn, std::string name = "");
+  // Re-keys every record by a field of its value, through a repartition topic, so that what
+  // follows sees all records of a key in one task. A field of the wrong type, or missing, sends
+  // the record to the dead-letter topic.
+  Stream GroupBy(std::string field, KeySerde type = KeySerde::kString, int32_t partitions = 0);
+  // A running aggregation per key: each record updates the key's aggregates and emits them,
+  // {"<name>": <result>, ...}.
+  Stream Aggregate(std::vector<std::pair<std::string, AggregatorPtr>> aggregations,
+                   std::string name = "");
+
+  // Sinks: every record that reaches them is written exactly once (topics, files) or printed
+  // (stdout: at least once, as it happens).
+  void ToTopic(TopicSinkOptions options);
+  void ToTopic(std::string topic) { ToTopic(TopicSinkOptions{.topic = std::move(topic)}); }
+  // One JSON object per line: {"key": ..., "timestamp": ..., "value": ...}.
+  void ToFile(std::string path);
+  void ToStdout();
+
+ private:
+  friend class Application;
+  Stream(dataflow::Graph* graph, int node) : graph_(graph), node_(node) {}
+  dataflow::Graph* graph_;
+  int node_;
+};
+
+}  // namespace weir

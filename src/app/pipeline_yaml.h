@@ -1,0 +1,50 @@
+// YAML pipelines: the common pipelines with no C++ code (`weir run PIPELINE.yaml`).
+//
+//   name: purchases                 # optional; default: the file name without .yaml
+//   source:                         # one of file / topic / generator
+//     file: events.jsonl            # relative paths are relative to the YAML file
+//     key: user                     # or {field: user, type: string|int|json|bytes}
+//     timestamp: ts                 # integer milliseconds; optional
+//     dead_letter: purchases.dlq    # optional; default <name>.dlq
+//     rate: 1000                    # optional throttle, records/s
+//     # topic: clicks   (+ bounded: true)     generator: {partitions, events, users, ...}
+//   steps:
+//     - filter: {field: action, eq: purchase}  # eq ne gt ge lt le in exists
+//     - select: [user, page, amount]
+//     - group_by: page                         # or {field, type, partitions}
+//     - aggregate: {sales: count, revenue: {sum: amount}}   # count sum mean min max
+//   sink: {file: out.jsonl}         # or {topic: name, partitions: N}, {stdout: true}; or sinks: [...]
+//   checkpoint: {interval_ms: 1000, records: 200000}
+//   workers: 2
+//   partitions: 4                   # repartition topics
+//
+// Every error names the file, the path of the offending key, what was expected and what was
+// found, and the line: "p.yaml: steps[1].filter.eq: expected a scalar, found a map (line 7)".
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "weir/application.h"
+#include "weir/status.h"
+
+namespace weir::app {
+
+struct PipelineOverrides {
+  std::string data_dir = "./weir-data";
+  int workers = 0;  // 0: keep the file's (or the default)
+  std::function<void(const std::string&)> on_progress;
+};
+
+// Builds the application a YAML file describes. kInvalidArgument for any error in the file,
+// kNotFound/kIOError if it cannot be read.
+Result<std::unique_ptr<Application>> LoadPipelineFile(const std::string& path,
+                                                      const PipelineOverrides& overrides);
+// The same from text; `file_name` names it in errors and gives the default name, `base_dir`
+// resolves relative paths.
+Result<std::unique_ptr<Application>> LoadPipelineText(const std::string& text,
+                                                      const std::string& file_name,
+                                                      const std::string& base_dir,
+                                                      const PipelineOverrides& overrides);
+
+}  // namespace weir::app

@@ -1,0 +1,50 @@
+// The physical plan: the graph cut at every group-by into sub-topologies, each run as one task
+// per partition of its input (as Kafka Streams does).
+//
+// A sub-topology is rooted at a source step (its tasks read the source's partitions) or at a
+// group-by step (its tasks read that step's repartition topic). The group-by step itself runs
+// in the upstream sub-topology, where it writes the repartition topic.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dataflow/graph.h"
+#include "log/log.h"
+#include "weir/application.h"
+
+namespace weir::app {
+
+struct SubTopology {
+  int index = 0;
+  int root_step = 0;
+  int32_t partitions = 1;
+  std::string input_topic;          // the source topic or the repartition topic; empty otherwise
+  std::vector<int> upstream;        // sub-topologies writing input_topic (repartition only)
+  std::vector<int> steps;           // the steps its tasks run after the root, in graph order
+  std::vector<std::string> stateful_steps;
+  std::string dead_letter_topic;
+  bool from_repartition() const { return !upstream.empty(); }
+};
+
+struct Plan {
+  std::vector<SubTopology> subtopologies;
+  // Every topic the application writes (sinks, repartition topics, dead letters) and the
+  // partitions it gets if it does not exist yet.
+  std::map<std::string, int32_t> output_topics;
+  std::set<std::string> repartition_topics;
+  std::set<std::string> dead_letter_topics;
+  std::set<std::string> sink_topics;
+  std::set<std::string> files;
+  int task_count() const;
+};
+
+// Compiles a validated graph. Looks up source topics in `log` (kNotFound for an unknown topic).
+// `workers` is the worker thread count the partitions default from.
+Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& options,
+                     log::LogStore& log, int workers);
+
+}  // namespace weir::app

@@ -1,0 +1,84 @@
+// Test support for applications: scratch directories, input files, and reading what a run
+// wrote (files and topics), all through the real log.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "log/log.h"
+#include "weir/value.h"
+
+namespace weir::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = std::filesystem::temp_directory_path() /
+            ("weir-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::filesystem::path& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void WriteLines(const std::string& path, const std::vector<std::string>& lines) {
+  std::ofstream out(path, std::ios::trunc);
+  for (const std::string& line : lines) out << line << '\n';
+}
+
+inline std::vector<std::string> ReadLines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// A record of a topic as read back: partition, offset, key (as JSON), timestamp, value.
+struct TopicRecord {
+  int32_t partition;
+  int64_t offset;
+  std::string key_json;
+  int64_t timestamp;
+  Value value;
+};
+
+// Every visible record of a topic of the data directory, partition by partition.
+// REQUIRES: no process holds the data directory.
+inline std::vector<TopicRecord> ReadTopic(const std::string& data_dir, const std::string& topic) {
+  log::LogOptions options;
+  options.dir = std::filesystem::path(data_dir) / "log";
+  auto log = log::LogStore::Open(options);
+  if (!log.ok()) return {};
+  auto t = (*log)->GetTopic(topic);
+  if (!t.ok()) return {};
+  std::vector<TopicRecord> out;
+  for (int32_t p = 0; p < (*t)->num_partitions(); ++p) {
+    log::PartitionReader reader((*t)->partition(PartitionId(p)), Offset(0));
+    while (true) {
+      auto records = reader.Next(4096);
+      if (!records.ok() || records->empty()) break;
+      for (const log::StoredRecord& r : *records) {
+        std::string key;
+        auto k = r.DecodeKey();
+        if (k.ok()) k->AppendJson(key);
+        auto v = Value::Parse(r.value);
+        out.push_back({p, r.offset.value(), key, r.timestamp.value(), v.ok() ? *v : Value(std::string(r.value))});
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace weir::testing

@@ -1,0 +1,78 @@
+// The `weir` commands, independent of argument parsing (main.cc holds CLI11). Each returns the
+// process exit code and prints errors as one line on stderr: "weir: <what and where>".
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "weir/status.h"
+
+namespace weir::cli {
+
+// Prints "weir: <message>" and returns 1 (2 for bad input or configuration).
+int Fail(const Status& status);
+
+struct RunArgs {
+  std::string pipeline;
+  std::string data_dir;
+  int workers = 0;
+  bool reset = false;
+  bool quiet = false;
+};
+int Run(const RunArgs& args);
+
+struct DemoArgs {
+  std::string data_dir;
+  int64_t events = 200'000;
+};
+int Demo(const DemoArgs& args);
+
+struct ProduceArgs {
+  std::string topic;
+  std::string data_dir;
+  std::string key_field;
+  std::string key_type = "string";
+  std::string timestamp_field;
+  bool create = false;
+  int32_t partitions = 1;  // with create, for a new topic
+};
+int Produce(const ProduceArgs& args);
+
+struct ConsumeArgs {
+  std::string topic;
+  std::string data_dir;
+  std::string from = "earliest";  // earliest, latest or an offset
+  int32_t partition = -1;         // -1: every partition
+  bool follow = false;
+  int64_t max_records = -1;
+};
+int Consume(const ConsumeArgs& args);
+
+struct TopicArgs {
+  std::string data_dir;
+  std::string name;
+  int32_t partitions = 1;
+  int64_t retention_bytes = -1;
+  int64_t retention_ms = -1;
+  int64_t segment_bytes = 128 << 20;
+};
+int TopicsCreate(const TopicArgs& args);
+int TopicsList(const TopicArgs& args);
+int TopicsDescribe(const TopicArgs& args);
+
+struct BenchArgs {
+  std::string data_dir;  // empty: a fresh temporary directory, removed after
+  int64_t records = 5'000'000;
+  int32_t partitions = 2;
+  int64_t users = 100'000;
+  int value_bytes = 100;
+  std::string fsync = "group";
+};
+int BenchLog(const BenchArgs& args);
+int BenchPipeline(const BenchArgs& args);
+
+// Ctrl-C / SIGTERM: the first asks `on_stop` to stop cleanly; the second exits at once.
+void InstallStopHandler(std::function<void()> on_stop);
+
+}  // namespace weir::cli

@@ -1,0 +1,59 @@
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "app/pipeline_yaml.h"
+#include "cli/commands.h"
+
+namespace weir::cli {
+
+int Fail(const Status& status) {
+  std::fprintf(stderr, "weir: %s\n", status.message().c_str());
+  return status.IsBadInput() ? 2 : 1;
+}
+
+void InstallStopHandler(std::function<void()> on_stop) {
+  // A thread waits for the signals, so that stopping runs in normal code, not in a handler.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::thread([signals, on_stop = std::move(on_stop)] {
+    int received;
+    sigwait(&signals, &received);
+    std::fprintf(stderr, "weir: stopping (press Ctrl-C again to quit at once)\n");
+    on_stop();
+    sigwait(&signals, &received);
+    std::_Exit(130);
+  }).detach();
+}
+
+int Run(const RunArgs& args) {
+  app::PipelineOverrides overrides;
+  overrides.data_dir = args.data_dir;
+  overrides.workers = args.workers;
+  if (!args.quiet) {
+    overrides.on_progress = [](const std::string& line) { std::fprintf(stderr, "weir: %s\n", line.c_str()); };
+  }
+  auto app = app::LoadPipelineFile(args.pipeline, overrides);
+  if (!app.ok()) return Fail(app.status());
+  if (args.reset) {
+    Status reset = (*app)->Reset();
+    if (!reset.ok()) return Fail(reset);
+  }
+  Application* running = app->get();
+  InstallStopHandler([running] { running->Stop(); });
+  auto summary = running->Run();
+  if (!summary.ok()) return Fail(summary.status());
+  std::fprintf(stderr,
+               "weir: %s %s: %lld records in, %lld out, %lld dead letters, %lld checkpoints, "
+               "%.2f s\n",
+               running->options().name.c_str(), summary->completed ? "completed" : "stopped",
+               static_cast<long long>(summary->records_in), static_cast<long long>(summary->records_out),
+               static_cast<long long>(summary->dead_letters),
+               static_cast<long long>(summary->checkpoints), summary->wall_seconds);
+  return 0;
+}
+
+}  // namespace weir::cli

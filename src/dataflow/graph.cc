@@ -1,0 +1,116 @@
+#include "dataflow/graph.h"
+
+#include <set>
+
+namespace weir::dataflow {
+
+std::string_view StepKindName(StepKind kind) {
+  switch (kind) {
+    case StepKind::kFileSource: return "file-source";
+    case StepKind::kTopicSource: return "topic-source";
+    case StepKind::kGeneratorSource: return "generator";
+    case StepKind::kMap: return "map";
+    case StepKind::kFilter: return "filter";
+    case StepKind::kFlatMap: return "flat-map";
+    case StepKind::kApply: return "apply";
+    case StepKind::kUpdate: return "update";
+    case StepKind::kGroupBy: return "group-by";
+    case StepKind::kAggregate: return "aggregate";
+    case StepKind::kTopicSink: return "to-topic";
+    case StepKind::kFileSink: return "to-file";
+    case StepKind::kStdoutSink: return "to-stdout";
+  }
+  return "unknown";
+}
+
+bool IsSource(StepKind kind) {
+  return kind == StepKind::kFileSource || kind == StepKind::kTopicSource ||
+         kind == StepKind::kGeneratorSource;
+}
+
+bool IsSink(StepKind kind) {
+  return kind == StepKind::kTopicSink || kind == StepKind::kFileSink ||
+         kind == StepKind::kStdoutSink;
+}
+
+bool IsStateful(StepKind kind) {
+  return kind == StepKind::kApply || kind == StepKind::kUpdate || kind == StepKind::kAggregate;
+}
+
+std::string Step::Describe() const {
+  std::string d = std::string(StepKindName(kind)) + " " + name + " parent=" + std::to_string(parent);
+  switch (kind) {
+    case StepKind::kFileSource:
+      d += " key=" + file_source.key.field + ":" + std::string(KeySerdeName(file_source.key.type)) +
+           " ts=" + file_source.timestamp_field;
+      break;
+    case StepKind::kTopicSource:
+      d += " topic=" + topic_source.topic + " key=" + topic_source.key.field +
+           " ts=" + topic_source.timestamp_field;
+      break;
+    case StepKind::kGeneratorSource:
+      d += " partitions=" + std::to_string(generator.partitions) +
+           " users=" + std::to_string(generator.users) + " seed=" + std::to_string(generator.seed) +
+           " rate=" + std::to_string(generator.events_per_second) +
+           " active=" + std::to_string(generator.active_fraction) +
+           " disorder=" + std::to_string(generator.max_out_of_order_ms) +
+           " start=" + std::to_string(generator.start_time_ms);
+      break;
+    case StepKind::kGroupBy:
+      d += " field=" + group_by.field + ":" + std::string(KeySerdeName(group_by.type));
+      break;
+    case StepKind::kAggregate:
+      for (const auto& [n, a] : aggregations) d += " " + n + "=" + a->Describe();
+      break;
+    case StepKind::kTopicSink:
+      d += " topic=" + topic_sink.topic;
+      break;
+    case StepKind::kFileSink:
+      d += " path=" + file_sink_path;
+      break;
+    default:
+      break;
+  }
+  return d;
+}
+
+int Graph::Add(Step step) {
+  int id = static_cast<int>(steps.size());
+  if (step.name.empty()) step.name = std::string(StepKindName(step.kind)) + "-" + std::to_string(id);
+  if (step.parent >= 0) {
+    if (IsSink(steps[step.parent].kind)) {
+      Fail("step '" + step.name + "' follows sink '" + steps[step.parent].name +
+           "': a sink ends its stream");
+    }
+    steps[step.parent].children.push_back(id);
+  }
+  steps.push_back(std::move(step));
+  return id;
+}
+
+Status Graph::Validate() const {
+  if (!error.ok()) return error;
+  bool has_source = false;
+  std::set<std::string> names;
+  for (const Step& s : steps) {
+    has_source |= IsSource(s.kind);
+    if (!names.insert(s.name).second) {
+      return Status::InvalidArgument("two steps are named '" + s.name + "'");
+    }
+    if (!IsSink(s.kind) && s.children.empty()) {
+      return Status::InvalidArgument("step '" + s.name +
+                                     "' has no sink after it: end the stream with ToTopic, "
+                                     "ToFile or ToStdout");
+    }
+  }
+  if (!has_source) return Status::InvalidArgument("the application has no source");
+  return Status::OK();
+}
+
+std::string Graph::Describe() const {
+  std::string d;
+  for (const Step& s : steps) d += s.Describe() + "\n";
+  return d;
+}
+
+}  // namespace weir::dataflow

@@ -1,0 +1,86 @@
+// The logical dataflow graph that the Stream API builds: a forest of steps rooted at sources.
+// It is a description only; app/ compiles it into tasks.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "weir/aggregator.h"
+#include "weir/status.h"
+#include "weir/stream.h"
+
+namespace weir::dataflow {
+
+enum class StepKind {
+  kFileSource,
+  kTopicSource,
+  kGeneratorSource,
+  kMap,
+  kFilter,
+  kFlatMap,
+  kApply,
+  kUpdate,
+  kGroupBy,
+  kAggregate,
+  kTopicSink,
+  kFileSink,
+  kStdoutSink,
+};
+
+std::string_view StepKindName(StepKind kind);
+bool IsSource(StepKind kind);
+bool IsSink(StepKind kind);
+// Steps with per-key state in the task's store.
+bool IsStateful(StepKind kind);
+
+struct GroupBySpec {
+  std::string field;
+  KeySerde type = KeySerde::kString;
+  int32_t partitions = 0;
+};
+
+struct Step {
+  StepKind kind;
+  std::string name;        // user-given or "<kind>-<index>"; unique in the graph
+  int parent = -1;         // -1 for sources
+  std::vector<int> children;
+
+  // The payload of the kind (only the member matching `kind` is set).
+  FileSourceOptions file_source;
+  TopicSourceOptions topic_source;
+  GeneratorOptions generator;
+  std::function<Value(const Value&)> map;
+  std::function<bool(const Value&)> filter;
+  std::function<std::vector<Value>(const Value&)> flat_map;
+  std::function<std::optional<Value>(const Value&, State&)> apply;
+  std::function<void(Value&, State&)> update;
+  GroupBySpec group_by;
+  std::vector<std::pair<std::string, AggregatorPtr>> aggregations;
+  TopicSinkOptions topic_sink;
+  std::string file_sink_path;
+
+  // A line that identifies what this step does, for the definition fingerprint.
+  std::string Describe() const;
+};
+
+struct Graph {
+  std::vector<Step> steps;
+  // The first definition error (a step after a sink, an empty field...), reported by Run().
+  Status error;
+
+  int Add(Step step);
+  void Fail(std::string message) {
+    if (error.ok()) error = Status::InvalidArgument(std::move(message));
+  }
+  // Checks what can only be checked once the graph is complete: every branch ends in a sink,
+  // there is at least one source, names are unique.
+  Status Validate() const;
+  // Every step's Describe(), one per line, in order: what a restart must match.
+  std::string Describe() const;
+};
+
+}  // namespace weir::dataflow

@@ -1,0 +1,51 @@
+// Physical operators: one instance per step per task, pushing records down the step tree.
+//
+// Contract: Process takes a record by rvalue and either drops it, changes it and forwards it,
+// or forwards copies (a step with several children gets a copy per child but the last).
+// Operators never block and never lock; a storage failure is recorded and makes the task stop
+// at the end of the batch (Task::RunBatch checks TakeError).
+// Threads: a task's operators run on its thread only.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataflow/graph.h"
+#include "dataflow/step_state.h"
+#include "dataflow/task_context.h"
+#include "weir/record.h"
+
+namespace weir::dataflow {
+
+class Operator {
+ public:
+  virtual ~Operator() = default;
+  virtual void Process(Record&& record) = 0;
+  // The task's watermark moved forward (Watermark::Max() at the end of input). Operators that
+  // hold records back (windows) release them here; the default passes it on.
+  virtual void OnWatermark(Watermark watermark);
+  // The first error a step hit in this batch (a state read, a failed output), or OK.
+  Status TakeError();
+
+  void AddChild(Operator* child) { children_.push_back(child); }
+
+ protected:
+  void Forward(Record&& record);
+  void Fail(Status status) {
+    if (error_.ok()) error_ = std::move(status);
+  }
+
+ private:
+  std::vector<Operator*> children_;
+  Status error_;
+};
+
+// Builds the operator of a non-source step of `application`. `ctx` outlives the operator.
+std::unique_ptr<Operator> MakeOperator(const Step& step, std::string_view application,
+                                       TaskContext& ctx);
+
+// The name of the repartition topic of a group-by step of an application.
+std::string RepartitionTopicName(std::string_view application, std::string_view step_name);
+
+}  // namespace weir::dataflow

@@ -1,0 +1,82 @@
+// A task's output buffers. Records are encoded once, into per-partition batches (topics) or
+// lines (files, stdout), and handed over at the end of each processing batch with one locked
+// append each: no lock per record.
+//
+// Threads: a TopicWriter or LineWriter belongs to one task (one thread). SharedFile is shared
+// by every task writing the same file and locks per hand-over.
+// Durability: topics' appends become durable and visible at the application's checkpoint (the
+// topics are transactional); a SharedFile is fsynced at the checkpoint and cut back to its last
+// checkpointed length on recovery.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "log/log.h"
+#include "weir/record.h"
+#include "weir/status.h"
+
+namespace weir::dataflow {
+
+class TopicWriter {
+ public:
+  TopicWriter(log::Topic* topic, std::string owner);
+  // Encodes the record into its partition's batch: the key's Kafka partition.
+  void Write(const Record& record) { WriteTo(topic_->PartitionFor(record.key), record); }
+  void WriteTo(PartitionId partition, const Record& record);
+  // Appends every non-empty batch to its partition.
+  Status Flush();
+  log::Topic* topic() const { return topic_; }
+  int64_t records_written() const { return records_written_; }
+
+ private:
+  log::Topic* topic_;
+  std::string owner_;
+  std::vector<log::RecordBatchBuilder> batches_;
+  int64_t records_written_ = 0;
+};
+
+// A file of lines written by several tasks, or the process's stdout.
+class SharedFile {
+ public:
+  // Opens `path` for writing, cut to `length` bytes (recovery); creates it if missing.
+  static Result<std::unique_ptr<SharedFile>> Open(const std::string& path, int64_t length);
+  static std::unique_ptr<SharedFile> Stdout();
+  ~SharedFile();
+
+  Status Append(std::string_view lines);
+  // Writes what is buffered and fsyncs; returns the file's length (stdout: 0).
+  Result<int64_t> Sync();
+  const std::string& path() const { return path_; }
+
+ private:
+  SharedFile(std::string path, int fd, bool is_stdout, int64_t length)
+      : path_(std::move(path)), fd_(fd), is_stdout_(is_stdout), length_(length) {}
+  Status WriteAll(std::string_view bytes);  // REQUIRES: mu_ held
+
+  std::string path_;
+  int fd_;
+  bool is_stdout_;
+  std::mutex mu_;
+  int64_t length_;  // guarded by mu_
+};
+
+// One task's buffer of lines for a SharedFile.
+class LineWriter {
+ public:
+  explicit LineWriter(SharedFile* file) : file_(file) {}
+  // {"key": ..., "timestamp": ..., "value": ...}\n
+  void Write(const Record& record);
+  Status Flush();
+  int64_t records_written() const { return records_written_; }
+
+ private:
+  SharedFile* file_;
+  std::string buffer_;
+  int64_t records_written_ = 0;
+};
+
+}  // namespace weir::dataflow

@@ -1,0 +1,85 @@
+// Sources: one reader per task, turning a file, a topic partition or the generator into
+// records, in order, with a position that the task checkpoints.
+//
+// Threads: a Source belongs to its task's thread.
+// Durability: SavePosition() is stored with the task's state at each checkpoint;
+// RestorePosition() puts a restarted task exactly where that checkpoint left off.
+// Bad input (malformed JSON, a missing or mistyped key or timestamp) is never an error: it goes
+// to the dead-letter topic through the TaskContext, and the source moves on.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataflow/clickstream.h"
+#include "dataflow/json_records.h"
+#include "dataflow/task_context.h"
+#include "log/log.h"
+#include "weir/record.h"
+#include "weir/stream.h"
+
+namespace weir::dataflow {
+
+enum class PollResult {
+  kRecords,  // the batch has records (maybe fewer than asked)
+  kIdle,     // nothing now; more may come (a followed topic, a throttled source)
+  kEnd,      // a bounded source has ended
+};
+
+struct SourceBatch {
+  std::vector<Record> records;
+  std::vector<int64_t> positions;  // per record: what PositionValue describes
+  void Clear() {
+    records.clear();
+    positions.clear();
+  }
+};
+
+// Paces a source to a rate in records per second (0: unthrottled).
+class RateLimiter {
+ public:
+  explicit RateLimiter(double per_second);
+  // How many records may go now, at most `wanted`.
+  size_t Allow(size_t wanted);
+
+ private:
+  double per_second_;
+  std::chrono::steady_clock::time_point start_;
+  int64_t granted_ = 0;
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  // Appends up to `max` records to `batch`.
+  virtual Result<PollResult> Poll(size_t max, SourceBatch& batch, TaskContext& ctx) = 0;
+  virtual std::string SavePosition() const = 0;
+  virtual Status RestorePosition(std::string_view saved) = 0;
+  // "file events.jsonl", "topic clicks partition 3", "generator partition 0".
+  virtual std::string Describe() const = 0;
+  // Where a record came from, for dead letters: {"line": 12, "byte": 3456},
+  // {"topic": "clicks", "partition": 3, "offset": 17}, {"partition": 0, "sequence": 5}.
+  virtual Value PositionValue(int64_t position) const = 0;
+};
+
+// JSON lines from a file (one partition). Ends at the end of the file.
+// Errors: kNotFound / kIOError naming the file if it cannot be opened or read;
+// kFailedPrecondition if a restored position lies beyond the file's end (the file changed).
+Result<std::unique_ptr<Source>> OpenFileSource(const FileSourceOptions& options);
+
+// One partition of a topic of the embedded log. `end_of_input`, if given, says when a
+// repartition topic's producers have all finished and published: the source then ends once it
+// has read everything visible.
+Result<std::unique_ptr<Source>> OpenTopicSource(log::LogStore& log, const TopicSourceOptions& options,
+                                                PartitionId partition,
+                                                const std::atomic<bool>* end_of_input = nullptr);
+
+// One partition of the clickstream generator.
+std::unique_ptr<Source> OpenGeneratorSource(std::shared_ptr<const ClickstreamModel> model,
+                                            PartitionId partition, double max_rate);
+
+}  // namespace weir::dataflow

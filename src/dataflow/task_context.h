@@ -1,0 +1,32 @@
+// What a task gives the operators it runs: state, outputs, dead letters, the watermark.
+// Implemented by app::Task. Every call is made on the task's thread.
+#pragma once
+
+#include <string_view>
+
+#include "dataflow/outputs.h"
+#include "state/task_store.h"
+#include "weir/record.h"
+#include "weir/types.h"
+
+namespace weir::dataflow {
+
+class TaskContext {
+ public:
+  virtual ~TaskContext() = default;
+  // The store of a stateful step (named after the step). REQUIRES: the step is stateful.
+  virtual state::KeyValueStore& Store(std::string_view step_name) = 0;
+  // REQUIRES: the topic / path is an output of the compiled plan.
+  virtual TopicWriter& TopicOutput(std::string_view topic) = 0;
+  virtual LineWriter& FileOutput(std::string_view path) = 0;
+  virtual LineWriter& StdoutOutput() = 0;
+  // Sends the record being processed to the dead-letter topic, with the reason and the input
+  // position it came from, and counts it.
+  virtual void DeadLetter(std::string_view reason, const Record& record) = 0;
+  // Sends input that never became a record (a malformed line) to the dead-letter topic: the
+  // reason, where it was (`position`, e.g. {"line": 12}) and its raw bytes.
+  virtual void RawDeadLetter(std::string_view reason, Value position, std::string_view raw) = 0;
+  virtual Watermark watermark() const = 0;
+};
+
+}  // namespace weir::dataflow

@@ -1,0 +1,211 @@
+// End-to-end tests of the `weir` binary: what a user types, what they see.
+#include <sys/mount.h>
+#include <sys/resource.h>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "app/testing.h"
+#include "log/log.h"
+#include "testing/subprocess.h"
+
+namespace weir {
+namespace {
+
+using testing::CommandResult;
+using testing::RunCommand;
+using testing::Subprocess;
+using testing::TempDir;
+
+class Cli : public ::testing::Test {
+ protected:
+  CommandResult Weir(std::vector<std::string> args, const std::string& input = "") {
+    args.insert(args.begin(), WEIR_BINARY);
+    return RunCommand(args, dir_.path().string(), input);
+  }
+  std::string data() const { return dir_ / "data"; }
+  TempDir dir_;
+};
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST_F(Cli, EveryCommandHasHelp) {
+  for (std::vector<std::string> cmd :
+       {std::vector<std::string>{}, {"run"}, {"demo"}, {"produce"}, {"consume"}, {"topics"},
+        {"topics", "create"}, {"topics", "list"}, {"topics", "describe"}, {"bench"},
+        {"bench", "log"}, {"bench", "pipeline"}}) {
+    cmd.push_back("--help");
+    CommandResult r = Weir(cmd);
+    EXPECT_EQ(r.exit_code, 0) << cmd.front();
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << cmd.front() << r.out;
+  }
+}
+
+TEST_F(Cli, ProducedLinesComeBackExactlyOnTheirKafkaPartitions) {
+  ASSERT_EQ(Weir({"topics", "create", "clicks", "--partitions", "3", "--data-dir", data()}).exit_code, 0);
+  std::string input;
+  std::vector<std::string> sent;
+  for (int i = 0; i < 300; ++i) {
+    sent.push_back(R"({"user": "u)" + std::to_string(i % 17) + R"(", "ts": )" +
+                   std::to_string(1000 + i) + R"(, "note": "spaces kept"})");
+    input += sent.back() + "\n";
+  }
+  CommandResult produced = Weir({"produce", "clicks", "--key-field", "user", "--timestamp-field",
+                                 "ts", "--data-dir", data()}, input);
+  ASSERT_EQ(produced.exit_code, 0) << produced.err;
+  EXPECT_NE(produced.err.find("produced 300 records to clicks"), std::string::npos);
+
+  CommandResult consumed = Weir({"consume", "clicks", "--data-dir", data()});
+  ASSERT_EQ(consumed.exit_code, 0) << consumed.err;
+  std::vector<std::string> lines = Lines(consumed.out);
+  ASSERT_EQ(lines.size(), 300u);
+  std::multiset<std::string> got;
+  for (const std::string& line : lines) {
+    auto v = Value::Parse(line);
+    ASSERT_TRUE(v.ok()) << line;
+    std::string key = v->Find("key")->as_string();
+    EXPECT_EQ(v->Find("partition")->as_int(), log::KafkaPartition(key, 3).value());
+    size_t at = line.find("\"value\":");
+    got.insert(line.substr(at + 8, line.size() - at - 9));  // the stored bytes, verbatim
+  }
+  EXPECT_EQ(got, std::multiset<std::string>(sent.begin(), sent.end()));
+
+  CommandResult one = Weir({"consume", "clicks", "--partition", "1", "--from", "2", "--max", "1",
+                            "--data-dir", data()});
+  ASSERT_EQ(one.exit_code, 0);
+  ASSERT_EQ(Lines(one.out).size(), 1u);
+  EXPECT_NE(one.out.find(R"("partition":1,"offset":2)"), std::string::npos) << one.out;
+}
+
+TEST_F(Cli, MalformedProducedLinesGoToTheTopicsDeadLetterTopic) {
+  ASSERT_EQ(Weir({"topics", "create", "t", "--data-dir", data()}).exit_code, 0);
+  CommandResult r = Weir({"produce", "t", "--key-field", "id", "--key-type", "int",
+                          "--timestamp-field", "ts", "--data-dir", data()},
+                         "{\"id\": 1, \"ts\": 5}\n{oops\n{\"id\": \"x\", \"ts\": 5}\n{\"id\": 2}\n"
+                         "{\"id\": 3, \"ts\": 6}\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("produced 2 records to t; 3 malformed lines went to t.dlq"), std::string::npos)
+      << r.err;
+  std::vector<std::string> dead = Lines(Weir({"consume", "t.dlq", "--data-dir", data()}).out);
+  ASSERT_EQ(dead.size(), 3u);
+  EXPECT_NE(dead[0].find("malformed JSON"), std::string::npos);
+  EXPECT_NE(dead[0].find(R"("line":2)"), std::string::npos);
+  EXPECT_NE(dead[0].find(R"("raw":"{oops")"), std::string::npos);
+  EXPECT_NE(dead[1].find("key field 'id' must be an integer, found string"), std::string::npos);
+  EXPECT_NE(dead[2].find("timestamp field 'ts' is missing"), std::string::npos);
+}
+
+TEST_F(Cli, AnUnknownTopicIsOneLineWithTheWayOut) {
+  CommandResult r = Weir({"produce", "ghost", "--data-dir", data()}, "{}\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("unknown topic 'ghost'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("weir topics create ghost"), std::string::npos) << r.err;
+  CommandResult c = Weir({"consume", "ghost", "--data-dir", data()});
+  EXPECT_EQ(c.exit_code, 2);
+  EXPECT_NE(c.err.find("unknown topic 'ghost'"), std::string::npos);
+}
+
+TEST_F(Cli, ConsumeRefusesOffsetsItCannotServe) {
+  ASSERT_EQ(Weir({"topics", "create", "t", "--data-dir", data()}).exit_code, 0);
+  ASSERT_EQ(Weir({"produce", "t", "--data-dir", data()}, "{}\n{}\n").exit_code, 0);
+  CommandResult ahead = Weir({"consume", "t", "--from", "9", "--data-dir", data()});
+  EXPECT_NE(ahead.exit_code, 0);
+  EXPECT_NE(ahead.err.find("offset 9 is beyond the end of t/0 (next offset 2)"), std::string::npos)
+      << ahead.err;
+  CommandResult bad = Weir({"consume", "t", "--from", "soon", "--data-dir", data()});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--from must be earliest, latest or an offset"), std::string::npos);
+}
+
+TEST_F(Cli, ADataDirectoryInUseIsRefusedNamingTheHolder) {
+  ASSERT_EQ(Weir({"topics", "create", "t", "--data-dir", data()}).exit_code, 0);
+  Subprocess follower({WEIR_BINARY, "consume", "t", "--follow", "--data-dir", data()},
+                      dir_.path().string());
+  // The follower holds the directory once it prints nothing and is still running.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_FALSE(follower.Done());
+  CommandResult r = Weir({"produce", "t", "--data-dir", data()}, "{}\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is in use by another process (pid " + std::to_string(follower.pid()) + ")"),
+            std::string::npos) << r.err;
+  follower.Kill(SIGTERM);
+  EXPECT_EQ(follower.Wait().exit_code, 0);
+}
+
+TEST_F(Cli, AYamlErrorNamesThePathAndExitsWithTwo) {
+  testing::WriteLines(dir_ / "p.yaml", {"source: {file: in.jsonl, key: user}", "steps:",
+                                        "  - group_by: {field: page, partitions: many}",
+                                        "sink: {stdout: true}"});
+  CommandResult r = Weir({"run", dir_ / "p.yaml", "--data-dir", data()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("steps[0].group_by.partitions: expected an integer, found 'many' (line 3"),
+            std::string::npos) << r.err;
+}
+
+TEST_F(Cli, AnUnreadableInputFileIsNamed) {
+  testing::WriteLines(dir_ / "p.yaml", {"source: {file: missing.jsonl, key: user}", "sink: {stdout: true}"});
+  CommandResult r = Weir({"run", dir_ / "p.yaml", "--data-dir", data()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("cannot read input file " + (dir_ / "missing.jsonl") + ": No such file"),
+            std::string::npos) << r.err;
+}
+
+TEST_F(Cli, AFullDiskIsReportedAndTheLogStaysReadable) {
+  // A 1 MiB filesystem: a tmpfs when we may mount one (root, as in CI), else a file-size limit
+  // on the producer, which fails the same writes the same way.
+  std::string small = dir_ / "small";
+  std::filesystem::create_directories(small);
+  struct Mount {
+    std::string path;
+    bool mounted;
+    ~Mount() {
+      if (mounted) ::umount(path.c_str());
+    }
+  } mount{small, ::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=1m") == 0};
+  const bool mounted = mount.mounted;
+  std::string data_dir = small + "/data";
+  ASSERT_EQ(Weir({"topics", "create", "t", "--data-dir", data_dir}).exit_code, 0);
+  std::string input;
+  for (int i = 0; i < 30000; ++i) {
+    input += R"({"n": )" + std::to_string(i) + R"(, "pad": ")" + std::string(60, 'x') + "\"}\n";
+  }
+  std::vector<std::string> produce = {WEIR_BINARY, "produce", "t", "--data-dir", data_dir};
+  if (!mounted) produce.insert(produce.begin(), {"/usr/bin/prlimit", "--fsize=1000000"});
+  CommandResult r = RunCommand(produce, dir_.path().string(), input);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("disk full"), std::string::npos) << r.err;
+  EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
+
+  // What the log holds is a clean prefix of the input: readable, in order, nothing torn.
+  CommandResult c = Weir({"consume", "t", "--data-dir", data_dir});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  std::vector<std::string> lines = Lines(c.out);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    ASSERT_NE(lines[i].find(R"("offset":)" + std::to_string(i) + ","), std::string::npos);
+    ASSERT_NE(lines[i].find(R"({"n": )" + std::to_string(i) + ","), std::string::npos);
+  }
+}
+
+TEST_F(Cli, TheDemoRunsAndSaysWhereItsOutputsAre) {
+  CommandResult r = Weir({"demo", "--events", "3000", "--data-dir", data()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("3000 records in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 dead letters"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("page-stats.jsonl"), std::string::npos);
+  EXPECT_NE(r.out.find("Try next"), std::string::npos);
+  // Run twice: the demo starts over and agrees with itself.
+  CommandResult again = Weir({"demo", "--events", "3000", "--data-dir", data()});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(Lines(Weir({"consume", "demo.page-stats", "--data-dir", data()}).out).size(), 3000u);
+}
+
+}  // namespace
+}  // namespace weir
