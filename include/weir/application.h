@@ -35,13 +35,16 @@ struct ApplicationOptions {
   int workers = 0;                       // worker threads; 0: min(cores, tasks)
   int32_t partitions = 0;                // repartition topics' partitions; 0: max(source, workers)
   std::chrono::milliseconds checkpoint_interval{1000};
-  int64_t checkpoint_records = 200'000;  // also checkpoint after this many input records
+  int64_t checkpoint_records = 1'000'000;  // also checkpoint after this many input records
   std::string fsync = "group";           // log fsync policy: group, always, never
   // A description of the pipeline's definition; a restart whose description differs from the
   // checkpoint's is refused (its state would not fit). YAML pipelines pass their canonical form.
   std::string definition;
-  // Progress lines (checkpoints, completion) go here; empty: silent.
+  // Progress lines (resuming, throughput) go here; empty: silent.
   std::function<void(const std::string&)> on_progress;
+  // Called on the coordinator thread after each committed checkpoint, with its number and the
+  // records read from sources since the run started. It may call Stop().
+  std::function<void(int64_t checkpoint, int64_t records_in)> on_checkpoint;
 };
 
 // What a run did, for the CLI's summary and for tests.

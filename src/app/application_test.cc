@@ -168,14 +168,15 @@ TEST(Application, StopThenResumeGivesTheOutputOfAnUninterruptedRun) {
   TempDir dir;
   ApplicationOptions interrupted = Options(dir, "gen");
   {
-    Application app(interrupted);
+    Application* running = nullptr;
+    ApplicationOptions stop_early = interrupted;
+    stop_early.on_checkpoint = [&](int64_t, int64_t records_in) {
+      if (records_in > 1000) running->Stop();
+    };
+    Application app(stop_early);
+    running = &app;
     BuildGeneratorCount(app, -1, 20000);
-    std::thread stopper([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      app.Stop();
-    });
     auto summary = app.Run();
-    stopper.join();
     ASSERT_TRUE(summary.ok()) << summary.status().ToString();
     EXPECT_FALSE(summary->completed);
     EXPECT_GT(summary->records_in, 0);

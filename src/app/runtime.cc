@@ -161,6 +161,15 @@ void Runtime::Stop() {
   coordinator_cv_.notify_all();
 }
 
+int64_t Runtime::SourceRecords() const {
+  int64_t n = 0;
+  for (const auto& task : tasks_) {
+    // Records read from repartition topics were counted when the application first read them.
+    if (!task->subtopology().from_repartition()) n += task->records_in();
+  }
+  return n;
+}
+
 bool Runtime::AllTasksFinished() const {
   return std::all_of(tasks_.begin(), tasks_.end(), [](const auto& t) { return t->finished(); });
 }
@@ -282,6 +291,7 @@ Status Runtime::Checkpoint() {
   for (const std::string& topic : ending) end_of_input_.at(topic)->store(true, std::memory_order_release);
   records_since_checkpoint_ = 0;
   ++checkpoints_taken_;
+  if (options_.on_checkpoint) options_.on_checkpoint(id, SourceRecords());
   return Status::OK();
 }
 
@@ -336,9 +346,8 @@ Result<RunSummary> Runtime::Run() {
   workers_.clear();
   if (!result.ok()) return result;
 
+  summary.records_in = SourceRecords();
   for (const auto& task : tasks_) {
-    // Records read from repartition topics were counted when the application first read them.
-    if (!task->subtopology().from_repartition()) summary.records_in += task->records_in();
     summary.records_out += task->records_out();
     summary.dead_letters += task->dead_letters();
   }

@@ -76,6 +76,8 @@ class Runtime {
   void PauseWorkers();
   void ResumeWorkers();
   bool AllTasksFinished() const;
+  // Records read from sources so far. REQUIRES: workers parked or stopped.
+  int64_t SourceRecords() const;
   void Progress(const std::string& line);
 
   ApplicationOptions options_;

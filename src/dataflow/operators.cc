@@ -144,10 +144,9 @@ class AggregateOperator : public Operator {
     }
     key_.clear();
     state::AppendMessageKey(key_, r.key.bytes());
-    auto stored = store_.Get(key_);
+    auto stored = store_.Mutate(key_);
     if (!stored.ok()) return Fail(stored.status());
-    Value accumulators = Accumulators(*stored);
-    Value::Array& accs = accumulators.as_array();
+    Value::Array& accs = Accumulators(**stored);
     Value out = Value(Value::Object());
     Value::Object& fields = out.as_object();
     fields.reserve(aggregations_.size());
@@ -156,22 +155,21 @@ class AggregateOperator : public Operator {
       agg.Add(accs[i], r.value, r.timestamp);
       fields.emplace_back(aggregations_[i].first, agg.Result(accs[i]));
     }
-    store_.Put(key_, std::move(accumulators));
     r.value = std::move(out);
     Forward(std::move(r));
   }
 
  private:
-  // The stored accumulators, or fresh ones (a stored null or a short array counts as initial).
-  Value Accumulators(const Value* stored) const {
-    Value::Array accs;
-    accs.reserve(aggregations_.size());
+  // The accumulators in the stored value, made whole: a key seen for the first time (null), or
+  // a stored null or short array, gets initial accumulators where it has none.
+  Value::Array& Accumulators(Value& stored) const {
+    if (!stored.is_array()) stored = Value(Value::Array());
+    Value::Array& accs = stored.as_array();
+    if (accs.size() < aggregations_.size()) accs.resize(aggregations_.size());
     for (size_t i = 0; i < aggregations_.size(); ++i) {
-      bool have = stored != nullptr && stored->is_array() && i < stored->as_array().size() &&
-                  !stored->as_array()[i].is_null();
-      accs.push_back(have ? stored->as_array()[i] : aggregations_[i].second->Initial());
+      if (accs[i].is_null()) accs[i] = aggregations_[i].second->Initial();
     }
-    return Value(std::move(accs));
+    return accs;
   }
 
   std::vector<std::pair<std::string, AggregatorPtr>> aggregations_;

@@ -1,5 +1,6 @@
 #include "state/task_store.h"
 
+
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/filter_policy.h>
@@ -8,6 +9,7 @@
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/transaction.h>
 #include <rocksdb/utilities/transaction_db.h>
+#include <rocksdb/utilities/write_batch_with_index.h>
 
 #include <algorithm>
 #include <string>
@@ -159,16 +161,35 @@ Result<Value> KeyValueStore::Decode(std::string_view key, std::string_view bytes
   return value;
 }
 
+void KeyValueStore::MarkWritten(Cache::value_type& cached) {
+  Entry& entry = cached.second;
+  if (!entry.dirty) {
+    entry.dirty = true;
+    unindexed_.push_back(&cached);
+  }
+  if (owner_->prepared_ != nullptr) entry.rewritten = true;
+}
+
 KeyValueStore::Entry& KeyValueStore::Touch(std::string_view key) {
   auto it = cache_.find(key);
   if (it == cache_.end()) it = cache_.emplace(std::string(key), Entry{}).first;
-  Entry& entry = it->second;
-  if (!entry.dirty) {
-    entry.dirty = true;
-    unindexed_.push_back(&*it);
+  MarkWritten(*it);
+  return it->second;
+}
+
+Result<Value*> KeyValueStore::Mutate(std::string_view key) {
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    WEIR_RETURN_IF_ERROR(Load(key).status());
+    it = cache_.find(key);
   }
-  if (owner_->prepared_ != nullptr) entry.rewritten = true;
-  return entry;
+  MarkWritten(*it);
+  Entry& entry = it->second;
+  if (!entry.present) {
+    entry.value = Value();
+    entry.present = true;
+  }
+  return &entry.value;
 }
 
 void KeyValueStore::Put(std::string_view key, Value value) {
@@ -260,17 +281,22 @@ void KeyValueStore::IndexDirty() {
 }
 
 Status KeyValueStore::WriteDirty(rocksdb::Transaction& txn, std::string& buffer) {
+  // Straight into the transaction's write batch, past its index: nothing reads through the
+  // transaction (the cache answers reads), and indexing every dirty key cost as much as the
+  // memtable inserts. Prepare and Commit write and apply this batch as they would the indexed
+  // writes.
+  rocksdb::WriteBatch& batch = *txn.GetWriteBatch()->GetWriteBatch();
   auto write = [&](std::string_view key, const Entry& entry) {
     if (entry.present) {
       buffer.clear();
       entry.value.AppendBinary(buffer);
-      return txn.Put(cf_, ToSlice(key), buffer);
+      return batch.Put(cf_, ToSlice(key), buffer);
     }
-    return entry.maybe_committed ? txn.Delete(cf_, ToSlice(key)) : rocksdb::Status::OK();
+    return entry.maybe_committed ? batch.Delete(cf_, ToSlice(key)) : rocksdb::Status::OK();
   };
-  // In key order: the transaction's index and the memtable are skiplists, and sorted inserts
-  // are several times cheaper than random ones (the memtable's insert hint turns them into
-  // appends). The unindexed entries are sorted, then merged with the index.
+  // In key order: the memtable is a skiplist, and sorted inserts are several times cheaper than
+  // random ones (the memtable's insert hint turns them into appends). The unindexed entries are
+  // sorted, then merged with the index.
   std::sort(
       unindexed_.begin(), unindexed_.end(),
       [](const Cache::value_type* a, const Cache::value_type* b) { return a->first < b->first; });

@@ -54,6 +54,11 @@ class KeyValueStore {
   // Sets the value at `key` (visible to Get and Scan at once, durable at the next checkpoint).
   void Put(std::string_view key, Value value);
   void Delete(std::string_view key);
+  // The value at `key` to change in place: what Get would return, or a null Value if the key
+  // has none. The key counts as written: at the next checkpoint it holds whatever the Value
+  // then holds. One lookup where Get then Put takes two (the per-record path of aggregations).
+  // The pointer's lifetime is Get's.
+  Result<Value*> Mutate(std::string_view key);
 
   // Visits, in byte order, every live key in [from, to) (to empty: unbounded above), merging
   // the committed state with the uncommitted writes (a Put hides the committed value; a Delete
@@ -90,6 +95,8 @@ class KeyValueStore {
   KeyValueStore(TaskStore* owner, std::string name, rocksdb::ColumnFamilyHandle* cf);
   // The entry at `key`, created if needed, marked dirty.
   Entry& Touch(std::string_view key);
+  // Marks a cached entry written since the last checkpoint.
+  void MarkWritten(Cache::value_type& entry);
   // Get's cache miss: reads the committed value and caches it (or its absence) as clean.
   Result<const Value*> Load(std::string_view key);
   Result<Value> Decode(std::string_view key, std::string_view bytes) const;

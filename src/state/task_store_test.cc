@@ -516,6 +516,27 @@ TEST_F(TaskStoreTest, EvictedValuesAreReadBackFromRocksDB) {
   for (int i = 0; i < 100; ++i) EXPECT_EQ(GetInt(counts, key(i)), i + 1000) << i;
 }
 
+TEST_F(TaskStoreTest, MutateChangesTheValueInPlaceAndItIsCheckpointed) {
+  TaskStoreOptions options;
+  options.cache_max_entries = 1;  // the second round reads evicted values back from RocksDB
+  auto store = Open(options);
+  ASSERT_NE(store, nullptr);
+  KeyValueStore& counts = store->store("counts");
+  for (int round = 0; round < 2; ++round) {
+    for (const char* k : {"a", "b", "a"}) {
+      auto v = counts.Mutate(k);
+      ASSERT_TRUE(v.ok());
+      **v = Value((*v)->is_int() ? (*v)->as_int() + 1 : 1);
+    }
+    Checkpoint(*store, "m" + std::to_string(round));
+  }
+  store.reset();
+  store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(GetInt(store->store("counts"), "a"), 4);
+  EXPECT_EQ(GetInt(store->store("counts"), "b"), 2);
+}
+
 TEST_F(TaskStoreTest, PrepareAndCommitOutOfOrderAreRefused) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
