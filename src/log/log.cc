@@ -312,6 +312,7 @@ void Partition::State::ResolveWaiters(const Status& failure) {
     if (!failure.ok() && w->end > durable) {
       w->done = true;
       w->status = failure;
+      failure_reported = true;  // the waiter returns it
       return true;
     }
     return false;
@@ -335,9 +336,26 @@ Status Partition::State::WriteCommittedFile(int64_t end) const {
   return WriteFileAtomically(dir / kCommittedFile, bytes, /*durable=*/false).WithContext(Where());
 }
 
+Status Partition::State::ReportFailure() {
+  failure_reported = true;
+  return failure;
+}
+
+Status Partition::State::ToCaller(Status s) {
+  if (!s.ok()) {
+    std::lock_guard lk(append_mu);
+    if (!failure.ok()) failure_reported = true;
+  }
+  return s;
+}
+
 Status Partition::State::FlushPlain() {
   std::lock_guard io(io_mu);
-  if (transactional.load() || deleted_atomic.load()) return Status::OK();
+  if (deleted_atomic.load()) return Status::OK();
+  if (transactional.load()) {
+    std::lock_guard lk(append_mu);
+    return failure;
+  }
   return WritePendingLocked(store->options().fsync != FsyncPolicy::kNever, kNoLimit);
 }
 
@@ -345,6 +363,7 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
   int64_t base, count;
   {
     std::lock_guard lk(append_mu);
+    if (!failure.ok()) return failure;
     if (pending_count == 0) return Status::OK();
     flushing.swap(pending);
     count = pending_count;
@@ -440,8 +459,10 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
     status = SyncFile(runs.back().segment->fd(), runs.back().segment->path());
 
   if (!status.ok()) {
-    // Leave the files as they were before this write, so the partition stays consistent and
-    // usable (a full disk is not corruption), and report the records as not appended.
+    // Leave the files as they were before this write, so that they hold exactly the durable
+    // records (a full disk is not corruption). The records from `base` on are lost, and
+    // kNoWait appenders already hold their offsets: the partition fails for good rather than
+    // hand those offsets out again to records that a later WaitDurable would call durable.
     bool unlinked = false;
     for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
       if (it->created) {
@@ -452,17 +473,17 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
       }
     }
     if (unlinked) (void)SyncDir(dir);
-    status = status.WithContext(Where());
     {
       std::lock_guard lk(append_mu);
-      lost_from = base;
-      lost_to = written_end;
-      ClearPending();
-      written_end = base;
-      written_end_atomic.store(base, std::memory_order_release);
-      ++failures;
-      last_failure = status;
-      ResolveWaiters(status);
+      std::string message = Where() + ": " + status.message() + "; records from offset " +
+                            std::to_string(base) +
+                            " on were not stored, and the partition refuses writes until the "
+                            "log is reopened";
+      failure = Status(status.code(), std::move(message));
+      failed.store(true, std::memory_order_release);
+      ClearPending();  // so appenders held back by back-pressure stop waiting when notified
+      ResolveWaiters(failure);
+      status = failure;
     }
     durable_cv.notify_all();
     store->chunk_pool_->Recycle(flushing);
@@ -531,6 +552,7 @@ Result<Offset> Partition::Append(const RecordBatchBuilder& batch, Durability dur
     if (is_transactional) {
       WEIR_RETURN_IF_ERROR(st.CheckOwner(owner, "append"));
     } else {
+      // A failed write empties the pending buffer, so a failure also ends this wait.
       while (st.pending_bytes >= max_pending && !st.deleted) {
         lk.unlock();
         st.store->WakeCommitter(/*urgent=*/true);
@@ -539,6 +561,7 @@ Result<Offset> Partition::Append(const RecordBatchBuilder& batch, Durability dur
       }
     }
     if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
+    if (!st.failure.ok()) return st.ReportFailure();
     if (batch.empty()) return Offset(st.written_end);
     write_now = options.fsync == FsyncPolicy::kAlways ||
                 (is_transactional && durability == Durability::kWaitDurable);
@@ -600,12 +623,8 @@ Status Partition::WaitDurable(Offset end_offset, std::chrono::milliseconds timeo
   };
   if (done()) return Status::OK();
   if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
-  // Offsets are reused after a failed write discarded them; a wait for a discarded range cannot
-  // tell whose records now sit there, so it reports the failure rather than risk a false OK.
-  if (st.failures > 0 && st.lost_from < end && end <= st.lost_to) {
-    return st.last_failure.WithContext("records below offset " + std::to_string(end) +
-                                       " were discarded by a failed write");
-  }
+  // Nothing beyond the durable end of a failed partition will ever become durable.
+  if (!st.failure.ok()) return st.ReportFailure();
   if (end > st.written_end) {
     return Status::InvalidArgument(st.Where() + ": cannot wait for offset " + std::to_string(end) +
                                    ", beyond the written end " + std::to_string(st.written_end));
@@ -634,9 +653,10 @@ Result<Offset> Partition::Flush(std::string_view owner) {
     std::lock_guard lk(st.append_mu);
     if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
     WEIR_RETURN_IF_ERROR(st.CheckOwner(owner, "Flush"));
+    if (!st.failure.ok()) return st.ReportFailure();
   }
-  WEIR_RETURN_IF_ERROR(
-      st.WritePendingLocked(st.store->options().fsync != FsyncPolicy::kNever, kKeepVisible));
+  WEIR_RETURN_IF_ERROR(st.ToCaller(
+      st.WritePendingLocked(st.store->options().fsync != FsyncPolicy::kNever, kKeepVisible)));
   return DurableEnd();
 }
 
@@ -648,6 +668,7 @@ Status Partition::Publish(Offset end_offset, std::string_view owner) {
     std::lock_guard lk(st.append_mu);
     if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
     WEIR_RETURN_IF_ERROR(st.CheckOwner(owner, "Publish"));
+    if (!st.failure.ok()) return st.ReportFailure();
   }
   const int64_t visible = NextOffset().value();
   if (end > DurableEnd().value()) {
@@ -679,6 +700,7 @@ Status Partition::TruncateTo(Offset end_offset, std::string_view owner) {
     std::lock_guard lk(st.append_mu);
     if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
     WEIR_RETURN_IF_ERROR(st.CheckOwner(owner, "TruncateTo"));
+    if (!st.failure.ok()) return st.ReportFailure();
     const int64_t first = FirstOffset().value();
     if (end < first || end > st.written_end) {
       return Status::InvalidArgument(
@@ -856,7 +878,7 @@ Status Topic::ClaimForTransactions(std::string_view owner) {
     if (s.ok()) s = st.WriteCommittedFile(partitions_[i]->NextOffset().value());
     if (!s.ok()) {
       revert(i + 1);
-      return s;
+      return st.ToCaller(std::move(s));
     }
   }
   // topic.json last: until it names the owner, a reopen sees a plain topic, whose committed
@@ -931,8 +953,20 @@ LogStore::~LogStore() {
   }
   commit_cv_.notify_all();
   if (committer_.joinable()) committer_.join();
-  Status s = FlushAll();
-  if (!s.ok()) std::fprintf(stderr, "weir log: flush at close failed: %s\n", s.ToString().c_str());
+  // A failure some caller was already given is not repeated; one nobody heard of (a kNoWait
+  // producer that never waited) is the last chance to say that records were lost.
+  for (Partition* p : LivePartitions()) {
+    Partition::State& st = *p->state_;
+    bool told;
+    {
+      std::lock_guard lk(st.append_mu);
+      told = st.failure_reported;
+    }
+    Status s = st.FlushPlain();
+    if (!s.ok() && !told) {
+      std::fprintf(stderr, "weir log: flush at close failed: %s\n", s.ToString().c_str());
+    }
+  }
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
@@ -1067,9 +1101,17 @@ std::vector<Partition*> LogStore::LivePartitions() {
 
 Status LogStore::FlushAll() {
   Status first_error;
+  int failed = 0;
   for (Partition* p : LivePartitions()) {
-    Status s = p->state_->FlushPlain();
-    if (!s.ok() && first_error.ok()) first_error = s;
+    Status s = p->state_->ToCaller(p->state_->FlushPlain());
+    if (s.ok()) continue;
+    if (first_error.ok()) first_error = std::move(s);
+    ++failed;
+  }
+  if (failed > 1) {
+    std::string message =
+        first_error.message() + " (and " + std::to_string(failed - 1) + " more partitions failed)";
+    first_error = Status(first_error.code(), std::move(message));
   }
   return first_error;
 }
@@ -1105,10 +1147,11 @@ void LogStore::CommitterLoop() {
     for (Partition* p : LivePartitions()) {
       Partition::State& st = *p->state_;
       if (st.transactional.load(std::memory_order_relaxed) ||
+          st.failed.load(std::memory_order_acquire) ||
           st.written_end_atomic.load(std::memory_order_acquire) <= p->DurableEnd().value()) {
         continue;
       }
-      // A failure is delivered to the waiters and recorded in the partition.
+      // A failure is delivered to the waiters and kept in the partition for every later call.
       (void)st.FlushPlain();
     }
     if (Clock::now() >= next_retention) {

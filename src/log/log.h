@@ -26,6 +26,17 @@
 //
 // Crash safety: on open, the last segment of each partition is scanned and cut at the first
 // batch whose magic, length or crc is wrong (a torn write). Nothing acknowledged durable is lost.
+//
+// Failed writes are sticky, as a RocksDB background error: when writing or fsyncing a
+// partition's records fails (a full disk, the file size limit, an I/O error), the partition's
+// files are cut back to its durable records, every record not yet durable is discarded, and
+// the partition fails for the life of this LogStore. From then on Append, Flush, Publish and
+// TruncateTo return that error (kResourceExhausted "... (disk full)", kIOError, ...), so does
+// WaitDurable for any end beyond the durable end, and so does LogStore::FlushAll. The written
+// end stays where it was, so no offset handed out is ever handed out again by this store, and
+// readers keep reading the durable, visible prefix. To resume (after freeing space), close the
+// LogStore and Open it again: the partition recovers from its files and appends continue from
+// its durable end.
 #pragma once
 
 #include <atomic>
@@ -91,25 +102,27 @@ class Partition {
 
   // Appends the builder's records; returns the offset of the first. With kWaitDurable, returns
   // once they are durable (and, for a plain partition, visible). kFailedPrecondition if the
-  // partition is transactional and `owner` is not its owner; kResourceExhausted on a full disk
-  // (the partition stays usable; the records are not appended).
-  // A write that fails (full disk, I/O error) discards every record not yet durable, and the
-  // written end goes back to the durable end: kWaitDurable appenders and WaitDurable callers
-  // waiting at that moment get the error. A kNoWait appender learns it from WaitDurable.
+  // partition is transactional and `owner` is not its owner.
+  // A write that fails (full disk or file size limit: kResourceExhausted; I/O error: kIOError)
+  // fails the partition (see the top of this file): the kWaitDurable appenders and WaitDurable
+  // callers waiting for the lost records get the error, a kNoWait appender gets it from its
+  // next Append, from WaitDurable or from FlushAll, and every later Append returns it without
+  // appending.
   // Back-pressure: an append to a plain partition waits while 16 MiB (or 4 x
   // group_commit_bytes) are pending. kAlways, and kWaitDurable on a transactional partition,
   // write and fsync in the calling thread.
   Result<Offset> Append(const RecordBatchBuilder& batch, Durability durability = Durability::kNoWait,
                         std::string_view owner = {});
   // Blocks until [.., end) is durable (plain partitions: and visible), or the timeout passes
-  // (kUnavailable). Returns at once if already so. kInvalidArgument if `end` is beyond the
-  // written end. The error of a failed write if [.., end) reaches into the records it discarded
-  // and is not durable (offsets are reused after a discard, so once later records have made
-  // that range durable again, OK is all that can be said: acknowledge with kWaitDurable when
-  // each append must be known durable).
+  // (kUnavailable). Returns at once if already so. The partition's failure if it has failed
+  // and [.., end) is not durable (those records are lost). Otherwise kInvalidArgument if `end`
+  // is beyond the written end. OK means every record below `end` is durable: offsets are never
+  // reused within a LogStore, so it cannot be about other records.
   Status WaitDurable(Offset end, std::chrono::milliseconds timeout = std::chrono::minutes(1));
 
-  // Transactional partitions only (REQUIRES: claimed by `owner`).
+  // Transactional partitions only (REQUIRES: claimed by `owner`). Once the partition has failed
+  // (a Flush or kWaitDurable append that could not write), all three return the failure; the
+  // owner recovers by reopening the LogStore and truncating to its last committed checkpoint.
   // Writes every pending byte to the segment file and fsyncs (whatever the fsync policy, unless
   // kNever). Returns the durable end. Readers do not see it until Publish.
   Result<Offset> Flush(std::string_view owner);
@@ -226,9 +239,11 @@ class LogStore {
  public:
   // Opens (creating the directory if needed) and recovers every topic: torn tails cut, visible
   // ends of transactional partitions read from their `committed` files. Starts the group
-  // committer thread.
+  // committer thread. Partitions that failed in an earlier LogStore are usable again, from
+  // their durable end.
   static Result<std::unique_ptr<LogStore>> Open(LogOptions options);
-  // Flushes plain partitions (durable and visible) and stops the committer.
+  // Flushes plain partitions (durable and visible) and stops the committer. A partition failure
+  // that no call returned to anyone is printed to stderr.
   ~LogStore();
 
   // kAlreadyExists if the topic exists (whatever its config); kInvalidArgument for a bad name
@@ -241,7 +256,9 @@ class LogStore {
   std::vector<std::string> ListTopics() const;
   Status DeleteTopic(const std::string& name);
 
-  // Makes every plain partition's appends durable and visible now.
+  // Makes every plain partition's appends durable and visible now. Fails if any partition has
+  // failed (now or earlier): the first failed partition's error, which names its topic and
+  // partition (with how many more failed).
   Status FlushAll();
 
   // Change notification for readers in this process: the epoch increases whenever any

@@ -1,6 +1,7 @@
 // Durability under kill -9 and under a full disk, checked against what the writer was told.
-// Each test forks: the child writes and reports every acknowledged append through a pipe, the
-// parent kills it (or lets it run into the limit), reopens the log and compares.
+// The tests fork (all but the tmpfs one): the child writes and reports every acknowledged
+// append through a pipe, the parent kills it (or lets it run into the limit), reopens the log
+// and compares.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -8,9 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "log/log.h"
@@ -179,21 +185,136 @@ TEST(CrashDurability, EveryAcknowledgedRecordSurvivesSigkill) {
   }
 }
 
+constexpr int kBatchRecords = 20;
+
 // Appends batches with kWaitDurable until one fails; returns the failure and records the acks.
 Status FillUntilFailure(Partition& p, int32_t writer, std::vector<Ack>& acks) {
   for (int64_t seq = 0; seq < 1000000; ++seq) {
-    auto offset = p.Append(BatchFor(writer, seq, 20), Durability::kWaitDurable);
+    auto offset = p.Append(BatchFor(writer, seq, kBatchRecords), Durability::kWaitDurable);
     if (!offset.ok()) return offset.status();
-    acks.push_back({offset->value(), 20, writer, seq});
+    acks.push_back({offset->value(), kBatchRecords, writer, seq});
   }
   return Status::Internal("the disk never filled up");
 }
 
-void ExpectConsistentAfterFailure(Partition& p, const std::vector<Ack>& acks) {
-  const int64_t acked_end = acks.empty() ? 0 : acks.back().offset + acks.back().count;
-  EXPECT_EQ(p.WrittenEnd().value(), acked_end);  // the failed records were not appended
-  EXPECT_EQ(p.DurableEnd().value(), acked_end);
-  EXPECT_EQ(p.NextOffset().value(), acked_end);
+int64_t AckedEnd(const std::vector<Ack>& acks) {
+  int64_t end = 0;
+  for (const Ack& ack : acks) end = std::max(end, ack.offset + ack.count);
+  return end;
+}
+
+bool SameStatus(const Status& a, const Status& b) {
+  return a.code() == b.code() && a.message() == b.message();
+}
+
+// Empty if plain partition `p`, failed with `failure` when `durable_end` was durable, answers
+// as a failed partition must: every write and every WaitDurable beyond the durable end returns
+// the failure (FlushAll too), WaitDurable up to it is OK, no offset is handed out, and readers
+// see exactly the durable records. Otherwise, the first call that answered wrong.
+std::string StickyFailureMismatch(LogStore& store, Partition& p, const Status& failure,
+                                  int64_t durable_end) {
+  auto wrong = [&](const std::string& call, const Status& s) {
+    return call + " returned '" + s.ToString() + "', expected '" + failure.ToString() + "'";
+  };
+  const int64_t written = p.WrittenEnd().value();
+  if (p.DurableEnd().value() != durable_end || p.NextOffset().value() != durable_end) {
+    return "durable end " + std::to_string(p.DurableEnd().value()) + " and visible end " +
+           std::to_string(p.NextOffset().value()) + ", expected " + std::to_string(durable_end);
+  }
+  if (written <= durable_end) {
+    return "written end " + std::to_string(written) + " is not beyond the durable end";
+  }
+  Status s = p.Append(BatchFor(99, 0, 1), Durability::kNoWait).status();
+  if (!SameStatus(s, failure)) return wrong("Append(kNoWait)", s);
+  s = p.Append(BatchFor(99, 1, 1), Durability::kWaitDurable).status();
+  if (!SameStatus(s, failure)) return wrong("Append(kWaitDurable)", s);
+  s = p.WaitDurable(Offset(written));
+  if (!SameStatus(s, failure)) return wrong("WaitDurable(written end)", s);
+  s = p.WaitDurable(Offset(durable_end + 1));
+  if (!SameStatus(s, failure)) return wrong("WaitDurable(durable end + 1)", s);
+  s = store.FlushAll();
+  if (!SameStatus(s, failure)) return wrong("FlushAll", s);
+  s = p.WaitDurable(Offset(durable_end));
+  if (!s.ok()) return "WaitDurable(durable end) returned '" + s.ToString() + "'";
+  if (p.WrittenEnd().value() != written) {
+    return "the written end moved from " + std::to_string(written) + " to " +
+           std::to_string(p.WrittenEnd().value());
+  }
+  int64_t next = p.FirstOffset().value();
+  PartitionReader reader(p, Offset(next));
+  for (;;) {
+    auto batch = reader.Next();
+    if (!batch.ok()) return "reading: " + batch.status().ToString();
+    if (batch->empty()) break;
+    for (const StoredRecord& r : *batch) {
+      if (r.offset.value() != next++) return "read offset " + std::to_string(r.offset.value());
+    }
+  }
+  if (next != durable_end) return "readers see up to offset " + std::to_string(next);
+  return "";
+}
+
+// A check inside a forked child (gtest assertions there would not reach the parent): says on
+// stderr what went wrong and exits 1, which the parent reports.
+void ChildCheck(bool ok, const std::string& what) {
+  if (ok) return;
+  std::fprintf(stderr, "check in the child failed: %s\n", what.c_str());
+  std::fflush(stderr);
+  ::_exit(1);
+}
+
+// Runs `body` in a forked child on the log at `options.dir`, whose files may not grow past
+// 100 KiB (RLIMIT_FSIZE: a write past it fails with EFBIG, which the log reports as
+// kResourceExhausted "file size limit"). `body` sends the appends it saw acknowledged to
+// `ack_fd`; returns them once the child has exited 0 (every ChildCheck held).
+std::vector<Ack> RunAtFileSizeLimit(const LogOptions& options,
+                                    const std::function<void(LogStore&, int ack_fd)>& body) {
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe: " << std::strerror(errno);
+    return {};
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::signal(SIGXFSZ, SIG_IGN);  // fail the write with EFBIG instead of killing the process
+    auto store = LogStore::Open(options);
+    ChildCheck(store.ok(), "opening the log: " + store.status().ToString());
+    rlimit limit{};
+    ::getrlimit(RLIMIT_FSIZE, &limit);
+    limit.rlim_cur = 100 << 10;
+    ChildCheck(::setrlimit(RLIMIT_FSIZE, &limit) == 0, "setrlimit(RLIMIT_FSIZE)");
+    body(**store, fds[1]);
+    store->reset();
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::vector<Ack> acks = pid > 0 ? ReadAcks(fds[0]) : std::vector<Ack>{};
+  ::close(fds[0]);
+  if (pid < 0) {
+    ADD_FAILURE() << "fork: " << std::strerror(errno);
+    return {};
+  }
+  int wstatus = 0;
+  ::waitpid(pid, &wstatus, 0);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+      << "the child failed a check (its stderr above says which)";
+  return acks;
+}
+
+// After a reopen, the partition that had failed takes appends again, with dense offsets from
+// its durable end, which holds exactly the acknowledged records.
+void ExpectReopenResumesAt(const fs::path& dir, int64_t durable_end) {
+  auto store = LogStore::Open(Options(dir));
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Partition& p = (*(*store)->GetTopic("t"))->partition(PartitionId(0));
+  EXPECT_EQ(p.NextOffset().value(), durable_end);
+  EXPECT_EQ(p.WrittenEnd().value(), durable_end);
+  for (int64_t i = 0; i < 2; ++i) {
+    auto offset = p.Append(BatchFor(7, i, 1), Durability::kWaitDurable);
+    ASSERT_TRUE(offset.ok()) << offset.status().ToString();
+    EXPECT_EQ(offset->value(), durable_end + i);
+  }
 }
 
 // A real full file system: a 1 MiB tmpfs.
@@ -204,7 +325,9 @@ void RunOnFullTmpfs(const fs::path& mnt) {
   config.retention_bytes = 128 << 10;
   std::vector<Ack> acks;
   {
-    auto store = LogStore::Open(Options(dir));
+    LogOptions options = Options(dir);
+    options.retention_check_interval = std::chrono::hours(1);  // the test enforces it itself
+    auto store = LogStore::Open(options);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     auto topic = (*store)->CreateTopic("t", config);
     ASSERT_TRUE(topic.ok());
@@ -213,98 +336,224 @@ void RunOnFullTmpfs(const fs::path& mnt) {
     EXPECT_EQ(full.code(), StatusCode::kResourceExhausted) << full.ToString();
     EXPECT_NE(full.message().find("disk full"), std::string::npos) << full.ToString();
     EXPECT_NE(full.message().find("topic 't' partition 0"), std::string::npos) << full.ToString();
-    ExpectConsistentAfterFailure(p, acks);
     EXPECT_GT(acks.size(), 10u);
-  }
-  ExpectAcknowledgedRecordsPresent(dir, acks);
-  if (::testing::Test::HasFatalFailure()) return;
-
-  // Still full after the reopen; retention frees space and appends continue at the right offset.
-  {
-    auto store = LogStore::Open(Options(dir));
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    Partition& p = (*(*store)->GetTopic("t"))->partition(PartitionId(0));
-    auto refused = p.Append(BatchFor(1, 0, 200), Durability::kWaitDurable);
-    EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
-    ExpectConsistentAfterFailure(p, acks);
+    const int64_t acked_end = AckedEnd(acks);
+    // The failed append's offsets stay taken.
+    EXPECT_EQ(p.WrittenEnd().value(), acked_end + kBatchRecords);
+    EXPECT_EQ(StickyFailureMismatch(**store, p, full, acked_end), "");
+    // Freeing space does not clear the failure; only a reopen does.
     auto removed = p.EnforceRetention(std::chrono::system_clock::now());
     ASSERT_TRUE(removed.ok()) << removed.status().ToString();
     EXPECT_GT(*removed, 0);
-    auto offset = p.Append(BatchFor(1, 1, 20), Durability::kWaitDurable);
-    ASSERT_TRUE(offset.ok()) << offset.status().ToString();
-    EXPECT_EQ(offset->value(), acks.back().offset + acks.back().count);
-    acks.push_back({offset->value(), 20, 1, 1});
+    EXPECT_EQ(StickyFailureMismatch(**store, p, full, acked_end), "");
   }
   ExpectAcknowledgedRecordsPresent(dir, acks);
-}
-
-// RLIMIT_FSIZE in a child: writes past the limit fail with EFBIG, which the log reports as
-// kResourceExhausted ("file size limit"). The child's exit code says whether it saw what it
-// should (0); the parent checks the files against the acks.
-void RunAtFileSizeLimit(const fs::path& dir) {
-  TopicConfig config;
-  config.segment_bytes = 1 << 20;  // bigger than the limit: the segment file hits it
-  CreateTopic(dir, config);
   if (::testing::Test::HasFatalFailure()) return;
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::close(fds[0]);
-    ::signal(SIGXFSZ, SIG_IGN);  // fail the write with EFBIG instead of killing the process
-    auto store = LogStore::Open(Options(dir));
-    if (!store.ok()) ::_exit(2);
-    Partition& p = (*(*store)->GetTopic("t"))->partition(PartitionId(0));
-    rlimit limit{};
-    ::getrlimit(RLIMIT_FSIZE, &limit);
-    limit.rlim_cur = 100 << 10;
-    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(3);
-    std::vector<Ack> acks;
-    Status full = FillUntilFailure(p, 0, acks);
-    for (const Ack& ack : acks) WriteAck(fds[1], ack);
-    if (full.code() != StatusCode::kResourceExhausted) ::_exit(4);
-    if (full.message().find("file size limit") == std::string::npos) ::_exit(5);
-    const int64_t acked_end = acks.empty() ? 0 : acks.back().offset + acks.back().count;
-    if (p.WrittenEnd().value() != acked_end || p.NextOffset().value() != acked_end) ::_exit(6);
-    (*store).reset();
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::vector<Ack> acks = ReadAcks(fds[0]);
-  ::close(fds[0]);
-  int wstatus = 0;
-  ::waitpid(pid, &wstatus, 0);
-  ASSERT_TRUE(WIFEXITED(wstatus));
-  ASSERT_EQ(WEXITSTATUS(wstatus), 0) << "see the exit codes in RunAtFileSizeLimit";
-  ASSERT_GT(acks.size(), 10u);
-  ExpectAcknowledgedRecordsPresent(dir, acks);
-  EXPECT_LE(fs::file_size(dir / "t" / "0" / "00000000000000000000.log"), 100u << 10);
-  // Without the limit, appends continue right after the acknowledged ones.
-  auto store = LogStore::Open(Options(dir));
-  ASSERT_TRUE(store.ok());
-  Partition& p = (*(*store)->GetTopic("t"))->partition(PartitionId(0));
-  auto offset = p.Append(BatchFor(1, 0, 1), Durability::kWaitDurable);
-  ASSERT_TRUE(offset.ok());
-  EXPECT_EQ(offset->value(), acks.back().offset + acks.back().count);
+  ExpectReopenResumesAt(dir, AckedEnd(acks));
 }
 
-TEST(DiskFull, AppendsFailWithResourceExhaustedAndTheLogKeepsEveryAcknowledgedRecord) {
+TEST(DiskFull, FullDiskFailsThePartitionUntilReopenedAndKeepsEveryAcknowledgedRecord) {
   TempDir dir;
   const fs::path mnt = dir.path() / "mnt";
   fs::create_directories(mnt);
-  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=1m") == 0) {
-    RunOnFullTmpfs(mnt);
-    ::umount2(mnt.c_str(), MNT_DETACH);
-  } else {
-    // Not allowed to mount here: a file size limit fails writes the same way.
-    RunAtFileSizeLimit(dir.path() / "log");
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (" << std::strerror(errno)
+                 << "); the file size limit tests fail writes the same way";
   }
+  RunOnFullTmpfs(mnt);
+  ::umount2(mnt.c_str(), MNT_DETACH);
 }
 
-TEST(DiskFull, FileSizeLimitIsResourceExhaustedAndTheLogKeepsEveryAcknowledgedRecord) {
+TEST(DiskFull, FileSizeLimitFailsThePartitionUntilReopenedAndKeepsEveryAcknowledgedRecord) {
   TempDir dir;
-  RunAtFileSizeLimit(dir.path() / "log");
+  const fs::path log_dir = dir.path() / "log";
+  TopicConfig config;
+  config.segment_bytes = 1 << 20;  // bigger than the limit: the segment file hits it
+  CreateTopic(log_dir, config);
+  if (HasFatalFailure()) return;
+  std::vector<Ack> acks = RunAtFileSizeLimit(Options(log_dir), [](LogStore& store, int ack_fd) {
+    Partition& p = (*store.GetTopic("t"))->partition(PartitionId(0));
+    std::vector<Ack> acks;
+    Status full = FillUntilFailure(p, 0, acks);
+    for (const Ack& ack : acks) WriteAck(ack_fd, ack);
+    ChildCheck(full.code() == StatusCode::kResourceExhausted &&
+                   full.message().find("file size limit") != std::string::npos &&
+                   full.message().find("topic 't' partition 0") != std::string::npos,
+               "unexpected failure: " + full.ToString());
+    const int64_t acked_end = AckedEnd(acks);
+    ChildCheck(p.WrittenEnd().value() == acked_end + kBatchRecords,
+               "written end " + std::to_string(p.WrittenEnd().value()) + ", acknowledged end " +
+                   std::to_string(acked_end));
+    const std::string mismatch = StickyFailureMismatch(store, p, full, acked_end);
+    ChildCheck(mismatch.empty(), mismatch);
+  });
+  ASSERT_FALSE(HasFailure());
+  ASSERT_GT(acks.size(), 10u);
+  ExpectAcknowledgedRecordsPresent(log_dir, acks);
+  EXPECT_LE(fs::file_size(log_dir / "t" / "0" / "00000000000000000000.log"), 100u << 10);
+  ExpectReopenResumesAt(log_dir, AckedEnd(acks));
+}
+
+TEST(DiskFull, NoWaitProducerGetsTheFailureAndItsOffsetsAreNeverHandedOutAgain) {
+  TempDir dir;
+  const fs::path log_dir = dir.path() / "log";
+  TopicConfig config;
+  config.segment_bytes = 1 << 20;
+  CreateTopic(log_dir, config);
+  if (HasFatalFailure()) return;
+  std::vector<Ack> acks = RunAtFileSizeLimit(Options(log_dir), [](LogStore& store, int ack_fd) {
+    Partition& p = (*store.GetTopic("t"))->partition(PartitionId(0));
+    // Appends without waiting, and every 8 appends waits for the last: what WaitDurable
+    // confirms is acknowledged. The loop ends at the first call that reports the failure.
+    std::vector<Ack> unconfirmed;
+    int64_t end = 0;
+    Status failure;
+    for (int64_t seq = 0; failure.ok(); ++seq) {
+      ChildCheck(seq < 1000000, "the file size limit never failed a write");
+      auto offset = p.Append(BatchFor(0, seq, kBatchRecords), Durability::kNoWait);
+      if (!offset.ok()) {
+        failure = offset.status();
+        break;
+      }
+      ChildCheck(offset->value() == end, "Append handed out offset " +
+                                             std::to_string(offset->value()) + " where " +
+                                             std::to_string(end) + " was next");
+      unconfirmed.push_back({offset->value(), kBatchRecords, 0, seq});
+      end += kBatchRecords;
+      if (unconfirmed.size() == 8) {
+        failure = p.WaitDurable(Offset(end));
+        if (!failure.ok()) break;
+        for (const Ack& ack : unconfirmed) WriteAck(ack_fd, ack);
+        unconfirmed.clear();
+      }
+    }
+    ChildCheck(failure.code() == StatusCode::kResourceExhausted &&
+                   failure.message().find("file size limit") != std::string::npos &&
+                   failure.message().find("topic 't' partition 0") != std::string::npos,
+               "unexpected failure: " + failure.ToString());
+    const int64_t durable = p.DurableEnd().value();
+    ChildCheck(durable < end, "nothing the producer appended was lost");
+    ChildCheck(p.WrittenEnd().value() == end, "the written end moved from " + std::to_string(end) +
+                                                  " to " + std::to_string(p.WrittenEnd().value()));
+    // The next Append, WaitDurable for the lost records and FlushAll all report it, and no
+    // Append hands out an offset again.
+    const std::string mismatch = StickyFailureMismatch(store, p, failure, durable);
+    ChildCheck(mismatch.empty(), mismatch);
+    // WaitDurable(durable end) was OK: the records below it are acknowledged.
+    for (const Ack& ack : unconfirmed) {
+      if (ack.offset + ack.count <= durable) WriteAck(ack_fd, ack);
+    }
+  });
+  ASSERT_FALSE(HasFailure());
+  ASSERT_GT(acks.size(), 8u);
+  ExpectAcknowledgedRecordsPresent(log_dir, acks);
+  ExpectReopenResumesAt(log_dir, AckedEnd(acks));
+}
+
+TEST(DiskFull, FsyncAlwaysAppendReturnsTheFailureAndSoDoesEveryLaterCall) {
+  TempDir dir;
+  const fs::path log_dir = dir.path() / "log";
+  TopicConfig config;
+  config.segment_bytes = 1 << 20;
+  CreateTopic(log_dir, config);
+  if (HasFatalFailure()) return;
+  LogOptions options = Options(log_dir);
+  options.fsync = FsyncPolicy::kAlways;
+  std::vector<Ack> acks = RunAtFileSizeLimit(options, [](LogStore& store, int ack_fd) {
+    Partition& p = (*store.GetTopic("t"))->partition(PartitionId(0));
+    Status failure;
+    int64_t end = 0;
+    for (int64_t seq = 0; failure.ok(); ++seq) {
+      ChildCheck(seq < 1000000, "the file size limit never failed a write");
+      // kAlways: durable when Append returns, whatever the Durability asked for.
+      auto offset = p.Append(BatchFor(0, seq, kBatchRecords), Durability::kNoWait);
+      if (!offset.ok()) {
+        failure = offset.status();
+        break;
+      }
+      ChildCheck(offset->value() == end, "offset " + std::to_string(offset->value()));
+      WriteAck(ack_fd, {offset->value(), kBatchRecords, 0, seq});
+      end += kBatchRecords;
+    }
+    ChildCheck(failure.code() == StatusCode::kResourceExhausted &&
+                   failure.message().find("topic 't' partition 0") != std::string::npos,
+               "unexpected failure: " + failure.ToString());
+    ChildCheck(p.WrittenEnd().value() == end + kBatchRecords,
+               "written end " + std::to_string(p.WrittenEnd().value()));
+    const std::string mismatch = StickyFailureMismatch(store, p, failure, end);
+    ChildCheck(mismatch.empty(), mismatch);
+  });
+  ASSERT_FALSE(HasFailure());
+  ASSERT_GT(acks.size(), 10u);
+  ExpectAcknowledgedRecordsPresent(log_dir, acks);
+  ExpectReopenResumesAt(log_dir, AckedEnd(acks));
+}
+
+TEST(DiskFull, FailedFlushFailsTheTransactionalPartitionUntilReopened) {
+  TempDir dir;
+  const fs::path log_dir = dir.path() / "log";
+  TopicConfig config;
+  config.segment_bytes = 1 << 20;
+  CreateTopic(log_dir, config);
+  if (HasFatalFailure()) return;
+  {
+    auto store = LogStore::Open(Options(log_dir));
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*(*store)->GetTopic("t"))->ClaimForTransactions("app").ok());
+  }
+  std::vector<Ack> acks = RunAtFileSizeLimit(Options(log_dir), [](LogStore& store, int ack_fd) {
+    Partition& p = (*store.GetTopic("t"))->partition(PartitionId(0));
+    // A checkpoint per append: Flush, then Publish; what is published is acknowledged.
+    Status failure;
+    for (int64_t seq = 0; failure.ok(); ++seq) {
+      ChildCheck(seq < 1000000, "the file size limit never failed a write");
+      auto offset = p.Append(BatchFor(0, seq, kBatchRecords), Durability::kNoWait, "app");
+      ChildCheck(offset.ok(), "append: " + offset.status().ToString());
+      auto flushed = p.Flush("app");
+      if (!flushed.ok()) {
+        failure = flushed.status();
+        break;
+      }
+      const Status published = p.Publish(*flushed, "app");
+      ChildCheck(published.ok(), "publish: " + published.ToString());
+      WriteAck(ack_fd, {offset->value(), kBatchRecords, 0, seq});
+    }
+    ChildCheck(failure.code() == StatusCode::kResourceExhausted &&
+                   failure.message().find("topic 't' partition 0") != std::string::npos,
+               "unexpected failure: " + failure.ToString());
+    const int64_t published = p.NextOffset().value();
+    ChildCheck(p.DurableEnd().value() == published, "durable end moved past the published end");
+    ChildCheck(p.WrittenEnd().value() == published + kBatchRecords, "the written end moved");
+    auto expect_failure = [&](const std::string& call, const Status& s) {
+      ChildCheck(SameStatus(s, failure), call + " returned '" + s.ToString() + "'");
+    };
+    expect_failure("Flush", p.Flush("app").status());
+    expect_failure("Publish", p.Publish(Offset(published), "app"));
+    expect_failure("TruncateTo", p.TruncateTo(Offset(published), "app"));
+    expect_failure("Append", p.Append(BatchFor(0, -1, 1), Durability::kNoWait, "app").status());
+    expect_failure("Append(kWaitDurable)",
+                   p.Append(BatchFor(0, -2, 1), Durability::kWaitDurable, "app").status());
+    expect_failure("WaitDurable", p.WaitDurable(Offset(published + 1)));
+    expect_failure("FlushAll", store.FlushAll());
+  });
+  ASSERT_FALSE(HasFailure());
+  ASSERT_GT(acks.size(), 10u);
+  ExpectAcknowledgedRecordsPresent(log_dir, acks);
+  if (HasFatalFailure()) return;
+  // The owner's recovery after a reopen: truncate to the last committed checkpoint, go on.
+  auto store = LogStore::Open(Options(log_dir));
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Partition& p = (*(*store)->GetTopic("t"))->partition(PartitionId(0));
+  const int64_t end = AckedEnd(acks);
+  EXPECT_EQ(p.NextOffset().value(), end);
+  ASSERT_TRUE(p.TruncateTo(Offset(end), "app").ok());
+  auto offset = p.Append(BatchFor(7, 0, 1), Durability::kNoWait, "app");
+  ASSERT_TRUE(offset.ok()) << offset.status().ToString();
+  EXPECT_EQ(offset->value(), end);
+  auto flushed = p.Flush("app");
+  ASSERT_TRUE(flushed.ok()) << flushed.status().ToString();
+  EXPECT_TRUE(p.Publish(*flushed, "app").ok());
+  EXPECT_EQ(p.NextOffset().value(), end + 1);
 }
 
 }  // namespace

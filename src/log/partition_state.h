@@ -57,8 +57,8 @@ class ChunkPool {
 };
 
 // A thread waiting for records to become durable. The writer that decides its fate (makes
-// [.., end) durable, or discards records below `end`) marks it done under append_mu, so the
-// answer cannot be confused by later records that reuse discarded offsets.
+// [.., end) durable, or fails the partition while [.., end) is not durable) marks it done under
+// append_mu.
 struct DurableWaiter {
   int64_t end = 0;
   bool done = false;
@@ -76,11 +76,18 @@ struct Partition::State {
 
   // Writes the pending records as batches (rolling segments as needed), fsyncs when `sync`,
   // and advances the durable end; the visible end becomes min(new durable end, visible_limit)
-  // if that is higher. On failure every record not yet durable is discarded (the file is cut
-  // back to its last good size) and waiters get the error. REQUIRES: io_mu held.
+  // if that is higher. On failure the files are cut back to their last good size, every
+  // record not yet durable is discarded, the partition fails (`failure`, for good) and waiters
+  // get the error. Returns `failure` at once if the partition has failed. REQUIRES: io_mu held.
   Status WritePendingLocked(bool sync, int64_t visible_limit);
-  // One flush of a plain partition per the fsync policy (committer, FlushAll, kAlways).
+  // One flush of a plain partition per the fsync policy (committer, FlushAll, destructor).
+  // A transactional partition is left alone; either kind returns `failure` if it has failed.
   Status FlushPlain();
+  // The failure, now told to a caller. REQUIRES: append_mu held.
+  Status ReportFailure();
+  // Returns `s`, an error from WritePendingLocked or FlushPlain, noting that the caller has
+  // been told. REQUIRES: append_mu not held.
+  Status ToCaller(Status s);
   Status CheckOwner(std::string_view owner,
                     std::string_view operation) const;  // REQUIRES: append_mu
   // The pending records. REQUIRES: append_mu held (all three).
@@ -110,13 +117,16 @@ struct Partition::State {
   int64_t written_end = 0;
   std::string owner;  // empty for a plain partition
   bool deleted = false;
-  uint64_t failures = 0;  // failed writes so far
-  Status last_failure;
   std::vector<DurableWaiter*> waiters;
-  int64_t lost_from = 0;  // [lost_from, lost_to): discarded by the last failure
-  int64_t lost_to = 0;
+  // Set by the first failed write or fsync and kept until the store closes: the records from
+  // the durable end up to the written end are gone, and their offsets are never handed out
+  // again. Every Append, Flush, Publish, TruncateTo and WaitDurable beyond the durable end
+  // returns it. A reopen recovers the partition from its files.
+  Status failure;
+  bool failure_reported = false;  // returned to some caller (the close stays quiet then)
 
   std::atomic<int64_t> written_end_atomic{0};
+  std::atomic<bool> failed{false};  // failure is set; for the committer, which skips it
   std::atomic<bool> transactional{false};
   std::atomic<bool> deleted_atomic{false};
 
