@@ -127,14 +127,14 @@ KeyValueStore::KeyValueStore(TaskStore* owner, std::string name, rocksdb::Column
     : owner_(owner), name_(std::move(name)), cf_(cf) {}
 
 Result<const Value*> KeyValueStore::Get(std::string_view key) {
-  auto it = cache_.find(key);
-  if (it != cache_.end()) [[likely]] {
-    return it->second.present ? &it->second.value : nullptr;
+  CacheNode* node = cache_.find(key);
+  if (node == nullptr) [[unlikely]] {
+    WEIR_ASSIGN_OR_RETURN(node, Load(key));
   }
-  return Load(key);
+  return node->second.present ? &node->second.value : nullptr;
 }
 
-Result<const Value*> KeyValueStore::Load(std::string_view key) {
+Result<KeyValueStore::CacheNode*> KeyValueStore::Load(std::string_view key) {
   rocksdb::PinnableSlice bytes;
   rocksdb::Status s = owner_->db_->Get(rocksdb::ReadOptions(), cf_, ToSlice(key), &bytes);
   Entry entry;
@@ -146,8 +146,7 @@ Result<const Value*> KeyValueStore::Load(std::string_view key) {
   } else {
     return FromRocks(s, "reading store " + name_ + " key " + HexKey(key), owner_->dir_);
   }
-  Entry& cached = cache_.emplace(std::string(key), std::move(entry)).first->second;
-  return cached.present ? &cached.value : nullptr;
+  return cache_.emplace(key, std::move(entry));
 }
 
 Result<Value> KeyValueStore::Decode(std::string_view key, std::string_view bytes) const {
@@ -161,30 +160,29 @@ Result<Value> KeyValueStore::Decode(std::string_view key, std::string_view bytes
   return value;
 }
 
-void KeyValueStore::MarkWritten(Cache::value_type& cached) {
-  Entry& entry = cached.second;
+void KeyValueStore::MarkWritten(CacheNode& node) {
+  Entry& entry = node.second;
   if (!entry.dirty) {
     entry.dirty = true;
-    unindexed_.push_back(&cached);
+    unindexed_.push_back(&node);
   }
   if (owner_->prepared_ != nullptr) entry.rewritten = true;
 }
 
 KeyValueStore::Entry& KeyValueStore::Touch(std::string_view key) {
-  auto it = cache_.find(key);
-  if (it == cache_.end()) it = cache_.emplace(std::string(key), Entry{}).first;
-  MarkWritten(*it);
-  return it->second;
+  CacheNode* node = cache_.find(key);
+  if (node == nullptr) node = cache_.emplace(key, Entry{});
+  MarkWritten(*node);
+  return node->second;
 }
 
 Result<Value*> KeyValueStore::Mutate(std::string_view key) {
-  auto it = cache_.find(key);
-  if (it == cache_.end()) {
-    WEIR_RETURN_IF_ERROR(Load(key).status());
-    it = cache_.find(key);
+  CacheNode* node = cache_.find(key);
+  if (node == nullptr) {
+    WEIR_ASSIGN_OR_RETURN(node, Load(key));
   }
-  MarkWritten(*it);
-  Entry& entry = it->second;
+  MarkWritten(*node);
+  Entry& entry = node->second;
   if (!entry.present) {
     entry.value = Value();
     entry.present = true;
@@ -276,7 +274,7 @@ Status KeyValueStore::Scan(
 }
 
 void KeyValueStore::IndexDirty() {
-  for (Cache::value_type* node : unindexed_) dirty_index_.emplace(node->first, &node->second);
+  for (CacheNode* node : unindexed_) dirty_index_.emplace(node->first, &node->second);
   unindexed_.clear();
 }
 
@@ -299,7 +297,7 @@ Status KeyValueStore::WriteDirty(rocksdb::Transaction& txn, std::string& buffer)
   // sorted, then merged with the index.
   std::sort(
       unindexed_.begin(), unindexed_.end(),
-      [](const Cache::value_type* a, const Cache::value_type* b) { return a->first < b->first; });
+      [](const CacheNode* a, const CacheNode* b) { return a->first < b->first; });
   auto indexed = dirty_index_.begin();
   auto pending = unindexed_.begin();
   rocksdb::Status s;
@@ -344,29 +342,34 @@ void KeyValueStore::MarkCommitted(size_t cache_max_entries) {
     if (settled == Settled::kDropped) cache_.erase(cache_.find(key));
   }
   size_t kept = 0;
-  for (Cache::value_type* node : unindexed_) {
+  for (CacheNode* node : unindexed_) {
     const Settled settled = Settle(node->second);
     if (settled == Settled::kStillDirty) {
       unindexed_[kept++] = node;
     } else if (settled == Settled::kDropped) {
-      cache_.erase(cache_.find(node->first));
+      cache_.erase(node);
     }
   }
   unindexed_.resize(kept);
   // Without per-hit recency bookkeeping (which would cost the hot path) the clean entries evicted
   // are those first in hash order: effectively random.
-  for (auto it = cache_.begin(); cache_.size() > cache_max_entries && it != cache_.end();) {
-    it = it->second.dirty ? std::next(it) : cache_.erase(it);
+  if (cache_.size() > cache_max_entries) {
+    size_t excess = cache_.size() - cache_max_entries;
+    cache_.erase_if([&excess](const CacheNode& node) {
+      if (excess == 0 || node.second.dirty) return false;
+      --excess;
+      return true;
+    });
   }
 }
 
 void KeyValueStore::MarkRolledBack() {
   for (auto& [key, entry] : dirty_index_) entry->rewritten = false;
-  for (Cache::value_type* node : unindexed_) node->second.rewritten = false;
+  for (CacheNode* node : unindexed_) node->second.rewritten = false;
 }
 
 void KeyValueStore::DropClean() {
-  std::erase_if(cache_, [](const auto& node) { return !node.second.dirty; });
+  cache_.erase_if([](const CacheNode& node) { return !node.second.dirty; });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "state/node_map.h"
 #include "weir/status.h"
 #include "weir/value.h"
 
@@ -83,22 +84,21 @@ class KeyValueStore {
     // the entry stays dirty when that checkpoint commits.
     bool rewritten = false;
   };
-  // Heterogeneous lookup: a string_view finds a cached key without building a std::string. Not
-  // noexcept on purpose: libstdc++ then keeps each node's hash, and compares keys on a hash match
-  // only.
+  // Heterogeneous lookup for the meta map: a string_view finds a key without building a string.
   struct KeyHash {
     using is_transparent = void;
     size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
   };
-  using Cache = std::unordered_map<std::string, Entry, KeyHash, std::equal_to<>>;
+  using Cache = NodeMap<Entry>;
+  using CacheNode = Cache::Node;
 
   KeyValueStore(TaskStore* owner, std::string name, rocksdb::ColumnFamilyHandle* cf);
   // The entry at `key`, created if needed, marked dirty.
   Entry& Touch(std::string_view key);
   // Marks a cached entry written since the last checkpoint.
-  void MarkWritten(Cache::value_type& entry);
-  // Get's cache miss: reads the committed value and caches it (or its absence) as clean.
-  Result<const Value*> Load(std::string_view key);
+  void MarkWritten(CacheNode& node);
+  // A cache miss: reads the committed value and caches it (or its absence) as clean.
+  Result<CacheNode*> Load(std::string_view key);
   Result<Value> Decode(std::string_view key, std::string_view bytes) const;
   // Moves unindexed_ into dirty_index_.
   void IndexDirty();
@@ -116,12 +116,12 @@ class KeyValueStore {
   rocksdb::ColumnFamilyHandle* cf_;
   Cache cache_;
   // Every dirty entry is in exactly one of these two. dirty_index_ holds them in key order (views
-  // of cache_'s keys: unordered_map nodes never move), so that a Scan merges them with the
+  // of cache_'s keys: its nodes never move), so that a Scan merges them with the
   // committed state without sorting the cache. A first write only appends to unindexed_, and the
   // next Scan indexes what is there: an ordered insert costs a cache miss per tree level, which a
   // store that is only read and written by key (a counter) never needs to pay.
   std::map<std::string_view, Entry*> dirty_index_;
-  std::vector<Cache::value_type*> unindexed_;
+  std::vector<CacheNode*> unindexed_;
 };
 
 struct TaskStoreOptions {

@@ -1,0 +1,122 @@
+// NodeMap: the hash map behind a store's write-behind cache, built for its per-record lookup.
+//
+// Values live in nodes that never move (pointers to them stay valid until they are erased), as
+// in std::unordered_map; the index is an open-addressing table of (hash, node) slots with linear
+// probing. A lookup touches the slot and then the node: two cache misses where libstdc++'s
+// unordered_map takes three or four (bucket, the node before, the node, the next node's hash),
+// which measured as a third of a stateful pipeline's time with 100k keys.
+// Thread safety: none; one owner thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace weir::state {
+
+template <typename V>
+class NodeMap {
+ public:
+  using Node = std::pair<const std::string, V>;
+
+  NodeMap() : slots_(kMinCapacity) {}
+  ~NodeMap() { clear(); }
+  NodeMap(const NodeMap&) = delete;
+  NodeMap& operator=(const NodeMap&) = delete;
+
+  size_t size() const { return size_; }
+
+  // The node of `key`, or nullptr.
+  Node* find(std::string_view key) const {
+    const uint64_t hash = Hash(key);
+    for (size_t i = hash & mask(); slots_[i].node != nullptr; i = (i + 1) & mask()) {
+      if (slots_[i].hash == hash && slots_[i].node->first == key) return slots_[i].node;
+    }
+    return nullptr;
+  }
+
+  // Adds `key` with `value`. REQUIRES: find(key) == nullptr.
+  Node* emplace(std::string_view key, V value) {
+    if ((size_ + 1) * 2 > slots_.size()) Grow();
+    Node* node = new Node(std::string(key), std::move(value));
+    Place(Hash(key), node);
+    ++size_;
+    return node;
+  }
+
+  // Removes and frees a node of this map.
+  void erase(Node* node) {
+    size_t i = SlotOf(node);
+    delete node;
+    --size_;
+    // Backward-shift deletion: pull later members of the probe run into the hole, so lookups
+    // never need tombstones.
+    for (size_t j = (i + 1) & mask(); slots_[j].node != nullptr; j = (j + 1) & mask()) {
+      size_t home = slots_[j].hash & mask();
+      bool movable = (j > i) ? (home <= i || home > j) : (home <= i && home > j);
+      if (movable) {
+        slots_[i] = slots_[j];
+        i = j;
+      }
+    }
+    slots_[i] = Slot{};
+  }
+
+  // Erases every node for which pred(node) is true.
+  template <typename Pred>
+  void erase_if(Pred pred) {
+    std::vector<Node*> doomed;
+    for (const Slot& s : slots_) {
+      if (s.node != nullptr && pred(*s.node)) doomed.push_back(s.node);
+    }
+    for (Node* node : doomed) erase(node);
+  }
+
+  void clear() {
+    for (Slot& s : slots_) {
+      delete s.node;
+      s = Slot{};
+    }
+    size_ = 0;
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    Node* node = nullptr;
+  };
+  static constexpr size_t kMinCapacity = 16;
+
+  static uint64_t Hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+  size_t mask() const { return slots_.size() - 1; }
+
+  void Place(uint64_t hash, Node* node) {
+    size_t i = hash & mask();
+    while (slots_[i].node != nullptr) i = (i + 1) & mask();
+    slots_[i] = Slot{hash, node};
+  }
+
+  size_t SlotOf(const Node* node) const {
+    for (size_t i = Hash(node->first) & mask();; i = (i + 1) & mask()) {
+      if (slots_[i].node == node) return i;
+    }
+  }
+
+  void Grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.size() * 2, Slot{});
+    for (const Slot& s : old) {
+      if (s.node != nullptr) Place(s.hash, s.node);
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t size_ = 0;
+};
+
+}  // namespace weir::state
