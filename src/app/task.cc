@@ -9,6 +9,8 @@ namespace weir::app {
 namespace {
 
 constexpr size_t kBatchRecords = 2048;
+constexpr size_t kPrefetchFar = 16;
+constexpr size_t kPrefetchNear = 8;
 constexpr std::string_view kMetaSource = "source_position";
 constexpr std::string_view kMetaWatermark = "watermark";
 constexpr std::string_view kMetaCheckpoint = "checkpoint";
@@ -114,7 +116,11 @@ Result<bool> Task::RunBatch() {
   batch_.Clear();
   WEIR_ASSIGN_OR_RETURN(dataflow::PollResult polled, source_->Poll(kBatchRecords, batch_, *this));
   Watermark before = watermark_;
-  for (size_t i = 0; i < batch_.records.size(); ++i) {
+  const size_t n = batch_.records.size();
+  for (size_t i = 0; i < n; ++i) {
+    // Announce records ahead so that stateful steps' cache misses overlap (see Prefetch).
+    if (i + kPrefetchFar < n) root_->Prefetch(batch_.records[i + kPrefetchFar], 0);
+    if (i + kPrefetchNear < n) root_->Prefetch(batch_.records[i + kPrefetchNear], 1);
     Record& record = batch_.records[i];
     current_position_ = batch_.positions[i];
     watermark_ = watermark_.Advance(record.timestamp);

@@ -56,10 +56,11 @@ ClickstreamModel::ClickstreamModel(const GeneratorOptions& options) : options_(o
   options_.partitions = partitions;
   users_by_partition_.resize(partitions);
   for (int64_t id = 0; id < std::max<int64_t>(1, options_.users); ++id) {
-    users_by_partition_[log::KafkaPartition(UserName(id), partitions).value()].push_back(id);
+    std::string name = UserName(id);
+    users_by_partition_[log::KafkaPartition(name, partitions).value()].push_back(std::move(name));
   }
   for (auto& users : users_by_partition_) {
-    if (users.empty()) users.push_back(0);  // a partition no user hashes to still generates
+    if (users.empty()) users.push_back(UserName(0));  // a partition no user hashes to still generates
   }
   double per_partition_rate = std::max(1e-9, options_.events_per_second) / partitions;
   int64_t smallest = static_cast<int64_t>(users_by_partition_[0].size());
@@ -81,7 +82,7 @@ int64_t ClickstreamModel::EventsIn(PartitionId p) const {
 }
 
 Record ClickstreamModel::EventAt(PartitionId p, int64_t sequence) const {
-  const std::vector<int64_t>& users = users_by_partition_[p.value()];
+  const std::vector<std::string>& users = users_by_partition_[p.value()];
   uint64_t state = Mix(options_.seed ^ (uint64_t(p.value()) << 48) ^ Mix(uint64_t(sequence)));
   auto draw = [&state] { return state = Mix(state); };
 
@@ -97,7 +98,7 @@ Record ClickstreamModel::EventAt(PartitionId p, int64_t sequence) const {
   int64_t period = (on_time - options_.start_time_ms) / kPeriodMs;
   int64_t n = static_cast<int64_t>(users.size());
   int64_t window_start = (period * window_step_) % n;
-  int64_t user = users[(window_start + static_cast<int64_t>(draw() % active_window_)) % n];
+  const std::string& user = users[(window_start + static_cast<int64_t>(draw() % active_window_)) % n];
 
   uint64_t action_draw = draw() % 100;
   std::string_view action = action_draw < 70   ? "view"
@@ -107,10 +108,9 @@ Record ClickstreamModel::EventAt(PartitionId p, int64_t sequence) const {
   uint64_t device_draw = draw() % 100;
   std::string_view device = device_draw < 55 ? "mobile" : device_draw < 95 ? "desktop" : "tablet";
 
-  std::string user_name = UserName(user);
   Value::Object fields;
   fields.reserve(7);
-  fields.emplace_back("user", Value(user_name));
+  fields.emplace_back("user", Value(user));
   fields.emplace_back("page", Value(PickPage(draw())));
   fields.emplace_back("action", Value(action));
   fields.emplace_back("device", Value(device));
@@ -119,7 +119,7 @@ Record ClickstreamModel::EventAt(PartitionId p, int64_t sequence) const {
   if (action == "purchase") {
     fields.emplace_back("amount", Value(static_cast<double>(500 + draw() % 29500) / 100.0));
   }
-  return Record{Key::String(user_name), Value(std::move(fields)), EventTime(ts), {}};
+  return Record{Key::String(user), Value(std::move(fields)), EventTime(ts), {}};
 }
 
 }  // namespace weir::dataflow

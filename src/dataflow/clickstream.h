@@ -37,7 +37,8 @@ class ClickstreamModel {
 
  private:
   GeneratorOptions options_;
-  std::vector<std::vector<int64_t>> users_by_partition_;
+  // The names ("user-42") of each partition's users.
+  std::vector<std::vector<std::string>> users_by_partition_;
   int64_t active_window_;      // users active at once, per partition
   int64_t window_step_;        // how far the active window slides per period
   static constexpr int64_t kPeriodMs = 60'000;

@@ -10,6 +10,10 @@ void Operator::OnWatermark(Watermark watermark) {
   for (Operator* child : children_) child->OnWatermark(watermark);
 }
 
+void Operator::Prefetch(const Record& upcoming, int stage) {
+  for (Operator* child : children_) child->Prefetch(upcoming, stage);
+}
+
 Status Operator::TakeError() {
   Status s = std::exchange(error_, Status::OK());
   for (Operator* child : children_) {
@@ -159,6 +163,12 @@ class AggregateOperator : public Operator {
     Forward(std::move(r));
   }
 
+  void Prefetch(const Record& upcoming, int stage) override {
+    prefetch_key_.clear();
+    state::AppendMessageKey(prefetch_key_, upcoming.key.bytes());
+    store_.Prefetch(prefetch_key_, stage);
+  }
+
  private:
   // The accumulators in the stored value, made whole: a key seen for the first time (null), or
   // a stored null or short array, gets initial accumulators where it has none.
@@ -176,6 +186,7 @@ class AggregateOperator : public Operator {
   TaskContext& ctx_;
   state::KeyValueStore& store_;
   std::string key_;
+  std::string prefetch_key_;
 };
 
 class TopicSinkOperator : public Operator {

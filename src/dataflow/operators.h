@@ -25,6 +25,10 @@ class Operator {
   // The task's watermark moved forward (Watermark::Max() at the end of input). Operators that
   // hold records back (windows) release them here; the default passes it on.
   virtual void OnWatermark(Watermark watermark);
+  // A record this task will process soon: stateful steps touch its key's state now so that the
+  // cache misses of several records overlap (stage 0 further ahead, stage 1 nearer). A hint:
+  // it changes nothing. The default passes it on.
+  virtual void Prefetch(const Record& upcoming, int stage);
   // The first error a step hit in this batch (a state read, a failed output), or OK.
   Status TakeError();
 

@@ -60,6 +60,12 @@ class KeyValueStore {
   // then holds. One lookup where Get then Put takes two (the per-record path of aggregations).
   // The pointer's lifetime is Get's.
   Result<Value*> Mutate(std::string_view key);
+  // A hint that `key` will be read soon (stage 0, some records ahead), then sooner (stage 1):
+  // a batch that announces its keys this way overlaps their cache misses.
+  void Prefetch(std::string_view key, int stage) const {
+    const uint64_t hash = Cache::Hash(key);
+    stage == 0 ? cache_.PrefetchSlot(hash) : cache_.PrefetchNode(hash);
+  }
 
   // Visits, in byte order, every live key in [from, to) (to empty: unbounded above), merging
   // the committed state with the uncommitted writes (a Put hides the committed value; a Delete
