@@ -174,8 +174,12 @@ int BenchPipeline(const BenchArgs& args) {
   generator.partitions = args.partitions;
   generator.users = args.users;
   generator.events = args.records;
-  generator.events_per_second = 100'000;
-  generator.active_fraction = 1;  // every key in play all the time: the hot state is all 100k keys
+  if (args.keys == "uniform") {
+    generator.events_per_second = 100'000;
+    generator.active_fraction = 1;  // every key in play all the time: the hot state is all keys
+  } else {
+    generator.events_per_second = 1'000;  // event time long enough for users to come and go
+  }
   ApplicationOptions options;
   options.name = "bench-running-count";
   options.data_dir = dir.path();
@@ -221,10 +225,10 @@ int BenchPipeline(const BenchArgs& args) {
   }
   if (seen != expected) return Fail(Status::Internal("final counts differ from the generator's"));
 
-  std::printf("weir bench pipeline: running count per key, %lld events, %lld keys, %d partitions, "
-              "checkpoints every %lld ms / %lld records\n",
+  std::printf("weir bench pipeline: running count per key, %lld events, %lld keys (%s), "
+              "%d partitions, checkpoints every %lld ms / %lld records\n",
               static_cast<long long>(summary->records_in), static_cast<long long>(expected.size()),
-              args.partitions, static_cast<long long>(options.checkpoint_interval.count()),
+              args.keys.c_str(), args.partitions, static_cast<long long>(options.checkpoint_interval.count()),
               static_cast<long long>(options.checkpoint_records));
   std::printf("  throughput: %.0f events/s, %.0f events/s per core (%.2f s wall, %.2f s CPU)\n",
               summary->records_in / summary->wall_seconds,

@@ -68,6 +68,9 @@ struct BenchArgs {
   int64_t users = 100'000;
   int value_bytes = 100;
   std::string fsync = "group";
+  // Pipeline: "uniform" (every key in play all the time) or "sessions" (users come and go, as
+  // in a clickstream: a sliding fifth of them active).
+  std::string keys = "uniform";
 };
 int BenchLog(const BenchArgs& args);
 int BenchPipeline(const BenchArgs& args);

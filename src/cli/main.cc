@@ -1,10 +1,15 @@
 // The `weir` command line. Argument parsing only; the commands live in commands.h.
 #include <CLI/CLI.hpp>
 
+#include <csignal>
+
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
   using namespace weir::cli;
+  // A file-size limit (ulimit -f) must fail writes with EFBIG, reported as an error, rather than
+  // kill the process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"Weir: a stream-processing engine. Durable partitioned logs, stateful dataflows, "
                "exactly-once checkpoints, one binary."};
   app.require_subcommand(1);
@@ -79,6 +84,9 @@ int main(int argc, char** argv) {
   bench_pipeline->add_option("--events", bench.records, "Events")->capture_default_str();
   bench_pipeline->add_option("--users", bench.users, "Distinct keys")->capture_default_str();
   bench_pipeline->add_option("--partitions", bench.partitions, "Generator partitions (tasks)")->capture_default_str();
+  bench_pipeline->add_option("--keys", bench.keys, "Key access: uniform or sessions")
+      ->check(CLI::IsMember({"uniform", "sessions"}))
+      ->capture_default_str();
   bench_pipeline->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
 
   CLI11_PARSE(app, argc, argv);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <thread>
 
 #include "app/testing.h"
@@ -158,27 +160,33 @@ TEST_F(Cli, AnUnreadableInputFileIsNamed) {
             std::string::npos) << r.err;
 }
 
+// A filesystem of `bytes` at `path` for the length of a test: a tmpfs when we may mount one
+// (root, as in CI); otherwise nothing is mounted and `limit_argv` holds a file-size limit that
+// fails the same writes the same way.
+struct SmallDisk {
+  SmallDisk(const std::string& path, size_t bytes) : path(path) {
+    std::filesystem::create_directories(path);
+    mounted = ::mount("tmpfs", path.c_str(), "tmpfs", 0, ("size=" + std::to_string(bytes)).c_str()) == 0;
+    if (!mounted) limit_argv = {"/usr/bin/prlimit", "--fsize=" + std::to_string(bytes)};
+  }
+  ~SmallDisk() {
+    if (mounted) ::umount(path.c_str());
+  }
+  std::string path;
+  bool mounted = false;
+  std::vector<std::string> limit_argv;
+};
+
 TEST_F(Cli, AFullDiskIsReportedAndTheLogStaysReadable) {
-  // A 1 MiB filesystem: a tmpfs when we may mount one (root, as in CI), else a file-size limit
-  // on the producer, which fails the same writes the same way.
-  std::string small = dir_ / "small";
-  std::filesystem::create_directories(small);
-  struct Mount {
-    std::string path;
-    bool mounted;
-    ~Mount() {
-      if (mounted) ::umount(path.c_str());
-    }
-  } mount{small, ::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=1m") == 0};
-  const bool mounted = mount.mounted;
-  std::string data_dir = small + "/data";
+  SmallDisk disk(dir_ / "small", 1 << 20);
+  std::string data_dir = disk.path + "/data";
   ASSERT_EQ(Weir({"topics", "create", "t", "--data-dir", data_dir}).exit_code, 0);
   std::string input;
   for (int i = 0; i < 30000; ++i) {
     input += R"({"n": )" + std::to_string(i) + R"(, "pad": ")" + std::string(60, 'x') + "\"}\n";
   }
   std::vector<std::string> produce = {WEIR_BINARY, "produce", "t", "--data-dir", data_dir};
-  if (!mounted) produce.insert(produce.begin(), {"/usr/bin/prlimit", "--fsize=1000000"});
+  produce.insert(produce.begin(), disk.limit_argv.begin(), disk.limit_argv.end());
   CommandResult r = RunCommand(produce, dir_.path().string(), input);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("disk full"), std::string::npos) << r.err;
@@ -192,6 +200,54 @@ TEST_F(Cli, AFullDiskIsReportedAndTheLogStaysReadable) {
     ASSERT_NE(lines[i].find(R"("offset":)" + std::to_string(i) + ","), std::string::npos);
     ASSERT_NE(lines[i].find(R"({"n": )" + std::to_string(i) + ","), std::string::npos);
   }
+}
+
+TEST_F(Cli, APipelineOnAFullDiskStopsWithTheReasonAndResumesOnceThereIsRoom) {
+  std::vector<std::string> input;
+  for (int i = 0; i < 40000; ++i) {
+    input.push_back(R"({"user":"u)" + std::to_string(i % 300) + R"(","page":"p)" + std::to_string(i % 41) +
+                    R"(","ts":)" + std::to_string(1000 + i) + R"(,"pad":")" + std::string(80, 'x') + "\"}");
+  }
+  testing::WriteLines(dir_ / "in.jsonl", input);
+  auto pipeline = [&](const std::string& out) {
+    return std::vector<std::string>{"source: {file: " + (dir_ / "in.jsonl") + ", key: user, timestamp: ts}",
+                                    "steps: [{group_by: page}, {aggregate: {n: count}}]",
+                                    "sinks: [{file: " + out + "}, {topic: counts}]",
+                                    "checkpoint: {interval_ms: 20}"};
+  };
+  testing::WriteLines(dir_ / "reference.yaml", pipeline(dir_ / "reference.jsonl"));
+  ASSERT_EQ(Weir({"run", dir_ / "reference.yaml", "--data-dir", dir_ / "reference-data", "-q"}).exit_code, 0);
+
+  SmallDisk disk(dir_ / "small", 24 << 20);
+  testing::WriteLines(dir_ / "full.yaml", pipeline(disk.path + "/out.jsonl"));
+  std::vector<std::string> run = {WEIR_BINARY, "run", dir_ / "full.yaml", "--data-dir", disk.path + "/data", "-q"};
+  if (disk.mounted) {
+    // Leave about 3 MiB free: less than the run writes.
+    std::ofstream filler(disk.path + "/filler");
+    filler << std::string(21 << 20, 'f');
+  } else {
+    run.insert(run.begin(), disk.limit_argv.begin(), disk.limit_argv.end());
+  }
+  CommandResult full = RunCommand(run, dir_.path().string());
+  EXPECT_EQ(full.exit_code, 1) << full.err;
+  EXPECT_TRUE(full.err.find("disk full") != std::string::npos ||
+              full.err.find("file size limit") != std::string::npos ||
+              full.err.find("No space left") != std::string::npos) << full.err;
+  EXPECT_EQ(Lines(full.err).size(), 1u) << full.err;
+
+  if (disk.mounted) {
+    std::filesystem::remove(disk.path + "/filler");
+  } else {
+    run.erase(run.begin(), run.begin() + disk.limit_argv.size());
+  }
+  CommandResult resumed = RunCommand(run, dir_.path().string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  std::vector<std::string> got = testing::ReadLines(disk.path + "/out.jsonl");
+  std::vector<std::string> want = testing::ReadLines(dir_ / "reference.jsonl");
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want) << "the resumed run's output differs from an uninterrupted run";
 }
 
 TEST_F(Cli, TheDemoRunsAndSaysWhereItsOutputsAre) {

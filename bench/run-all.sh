@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every benchmark of BENCHMARKS.md on this machine, REPEAT times each (default 3), and
+# prints the machine and each run's figures. Builds first. Not part of the tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPEAT="${REPEAT:-3}"
+./dev build >/dev/null
+weir=build/src/cli/weir
+
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)," \
+     "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"
+echo "commit:  $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)')"
+for i in $(seq "$REPEAT"); do
+  echo; echo "== run $i"
+  $weir bench log --records 5000000
+  $weir bench pipeline --events 4000000 --keys uniform
+  $weir bench pipeline --events 4000000 --keys sessions
+done
+echo; echo "== segment files vs RocksDB as the log's backend (Google Benchmark)"
+ninja -C build log_benchmark >/dev/null
+build/src/log/log_benchmark --benchmark_min_time=0.5
