@@ -49,7 +49,9 @@ Stream Application::FromTopic(TopicSourceOptions options) {
 
 Stream Application::FromGenerator(GeneratorOptions options) {
   if (options.partitions < 1) graph_->Fail("generator partitions must be >= 1");
-  if (options.users < 1) graph_->Fail("generator users must be >= 1");
+  if (options.users < 1 || options.users > INT32_MAX) {
+    graph_->Fail("generator users must be from 1 to " + std::to_string(INT32_MAX));
+  }
   if (options.events_per_second <= 0) graph_->Fail("generator events_per_second must be > 0");
   if (options.max_out_of_order_ms < 0) graph_->Fail("generator max_out_of_order_ms must be >= 0");
   if (!(options.active_fraction > 0 && options.active_fraction <= 1)) {

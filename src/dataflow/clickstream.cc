@@ -56,11 +56,11 @@ ClickstreamModel::ClickstreamModel(const GeneratorOptions& options) : options_(o
   options_.partitions = partitions;
   users_by_partition_.resize(partitions);
   for (int64_t id = 0; id < std::max<int64_t>(1, options_.users); ++id) {
-    std::string name = UserName(id);
-    users_by_partition_[log::KafkaPartition(name, partitions).value()].push_back(std::move(name));
+    users_by_partition_[log::KafkaPartition(UserName(id), partitions).value()].push_back(
+        static_cast<int32_t>(id));
   }
   for (auto& users : users_by_partition_) {
-    if (users.empty()) users.push_back(UserName(0));  // a partition no user hashes to still generates
+    if (users.empty()) users.push_back(0);  // a partition no user hashes to still generates
   }
   double per_partition_rate = std::max(1e-9, options_.events_per_second) / partitions;
   int64_t smallest = static_cast<int64_t>(users_by_partition_[0].size());
@@ -82,7 +82,7 @@ int64_t ClickstreamModel::EventsIn(PartitionId p) const {
 }
 
 Record ClickstreamModel::EventAt(PartitionId p, int64_t sequence) const {
-  const std::vector<std::string>& users = users_by_partition_[p.value()];
+  const std::vector<int32_t>& users = users_by_partition_[p.value()];
   uint64_t state = Mix(options_.seed ^ (uint64_t(p.value()) << 48) ^ Mix(uint64_t(sequence)));
   auto draw = [&state] { return state = Mix(state); };
 
@@ -98,7 +98,7 @@ Record ClickstreamModel::EventAt(PartitionId p, int64_t sequence) const {
   int64_t period = (on_time - options_.start_time_ms) / kPeriodMs;
   int64_t n = static_cast<int64_t>(users.size());
   int64_t window_start = (period * window_step_) % n;
-  const std::string& user = users[(window_start + static_cast<int64_t>(draw() % active_window_)) % n];
+  std::string user = UserName(users[(window_start + static_cast<int64_t>(draw() % active_window_)) % n]);
 
   uint64_t action_draw = draw() % 100;
   std::string_view action = action_draw < 70   ? "view"
