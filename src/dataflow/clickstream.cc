@@ -69,8 +69,10 @@ ClickstreamModel::ClickstreamModel(const GeneratorOptions& options) : options_(o
   // once; a user stays active about 4 periods (and, at the default fifth, quiet for 16).
   int64_t most_active = std::max<int64_t>(1, static_cast<int64_t>(
                                                  static_cast<double>(smallest) * options_.active_fraction));
+  int64_t largest = 0;
+  for (const auto& users : users_by_partition_) largest = std::max<int64_t>(largest, users.size());
   active_window_ = options_.active_fraction >= 1
-                       ? smallest
+                       ? largest  // capped at each partition's size when drawing
                        : std::clamp<int64_t>(static_cast<int64_t>(per_partition_rate * 8), 1, most_active);
   window_step_ = std::max<int64_t>(1, active_window_ / 4);
 }
@@ -98,7 +100,8 @@ Record ClickstreamModel::EventAt(PartitionId p, int64_t sequence) const {
   int64_t period = (on_time - options_.start_time_ms) / kPeriodMs;
   int64_t n = static_cast<int64_t>(users.size());
   int64_t window_start = (period * window_step_) % n;
-  std::string user = UserName(users[(window_start + static_cast<int64_t>(draw() % active_window_)) % n]);
+  const int64_t window = std::min(active_window_, n);
+  std::string user = UserName(users[(window_start + static_cast<int64_t>(draw() % window)) % n]);
 
   uint64_t action_draw = draw() % 100;
   std::string_view action = action_draw < 70   ? "view"

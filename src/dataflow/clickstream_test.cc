@@ -70,6 +70,17 @@ TEST(Clickstream, UsersHaveSessionsSeparatedByQuietSpells) {
   EXPECT_GT(users_with_gaps, 10);
 }
 
+TEST(Clickstream, UniformAccessReachesEveryUser) {
+  GeneratorOptions o = Options(3);
+  o.active_fraction = 1;
+  ClickstreamModel m(o);
+  std::set<std::string> users;
+  for (int32_t p = 0; p < 3; ++p) {
+    for (int64_t i = 0; i < 6000; ++i) users.insert(m.EventAt(PartitionId(p), i).key.bytes());
+  }
+  EXPECT_EQ(users.size(), 500u);
+}
+
 TEST(Clickstream, PurchasesHaveAmountsAndOthersDoNot) {
   ClickstreamModel m(Options(1));
   std::set<std::string> actions;
