@@ -30,13 +30,13 @@ class Runtime;
 }
 
 struct ApplicationOptions {
-  std::string name;                      // [A-Za-z0-9._-]+; names state, internal topics, DLQ
+  std::string name;  // [A-Za-z0-9._-]+; names state, internal topics, DLQ
   std::string data_dir = "./weir-data";
-  int workers = 0;                       // worker threads; 0: min(cores, tasks)
-  int32_t partitions = 0;                // repartition topics' partitions; 0: max(source, workers)
+  int workers = 0;         // worker threads; 0: min(cores, tasks)
+  int32_t partitions = 0;  // repartition topics' partitions; 0: max(source, workers)
   std::chrono::milliseconds checkpoint_interval{1000};
   int64_t checkpoint_records = 1'000'000;  // also checkpoint after this many input records
-  std::string fsync = "group";           // log fsync policy: group, always, never
+  std::string fsync = "group";             // log fsync policy: group, always, never
   // A description of the pipeline's definition; a restart whose description differs from the
   // checkpoint's is refused (its state would not fit). YAML pipelines pass their canonical form.
   std::string definition;
@@ -53,9 +53,9 @@ struct RunSummary {
   int64_t records_out = 0;
   int64_t dead_letters = 0;
   int64_t checkpoints = 0;
-  int64_t restored_checkpoint = 0;       // the checkpoint the run started from (0: fresh)
-  bool completed = false;                // every source ended and drained
-  double cpu_seconds = 0;                // process CPU time during the run
+  int64_t restored_checkpoint = 0;  // the checkpoint the run started from (0: fresh)
+  bool completed = false;           // every source ended and drained
+  double cpu_seconds = 0;           // process CPU time during the run
   double wall_seconds = 0;
   int64_t peak_rss_bytes = 0;
 };

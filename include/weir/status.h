@@ -46,7 +46,9 @@ class [[nodiscard]] Status {
   Status& operator=(Status&&) noexcept = default;
 
   static Status OK() { return Status(); }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
   static Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
@@ -88,7 +90,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(v_).ok()) v_ = Status::Internal("Result constructed from OK status");
   }
@@ -131,10 +133,10 @@ const Status& ToStatus(const Result<T>& r) {
 #define WEIR_CONCAT_IMPL(a, b) a##b
 #define WEIR_CONCAT(a, b) WEIR_CONCAT_IMPL(a, b)
 
-#define WEIR_RETURN_IF_ERROR(expr)                                 \
-  do {                                                             \
+#define WEIR_RETURN_IF_ERROR(expr)                                  \
+  do {                                                              \
     ::weir::Status _weir_status = ::weir::internal::ToStatus(expr); \
-    if (!_weir_status.ok()) return _weir_status;                   \
+    if (!_weir_status.ok()) return _weir_status;                    \
   } while (0)
 
 #define WEIR_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

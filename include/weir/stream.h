@@ -56,23 +56,23 @@ class State {
 
 // Where a record's key comes from when a source parses JSON: a field of the value, of a type.
 struct KeySpec {
-  std::string field;                     // dotted path; empty: the source's own key (topics)
+  std::string field;  // dotted path; empty: the source's own key (topics)
   KeySerde type = KeySerde::kString;
 };
 
 struct FileSourceOptions {
-  std::string path;                      // JSON lines
-  KeySpec key;                           // REQUIRED field for files
-  std::string timestamp_field;           // integer ms; empty: the time the line is read
-  std::string dead_letter_topic;         // empty: "<application>.dlq"
-  double max_rate = 0;                   // records/s; 0: as fast as possible
+  std::string path;               // JSON lines
+  KeySpec key;                    // REQUIRED field for files
+  std::string timestamp_field;    // integer ms; empty: the time the line is read
+  std::string dead_letter_topic;  // empty: "<application>.dlq"
+  double max_rate = 0;            // records/s; 0: as fast as possible
 };
 
 struct TopicSourceOptions {
   std::string topic;
-  KeySpec key;                           // empty field: keep the stored key
-  std::string timestamp_field;           // empty: keep the stored timestamp
-  std::string dead_letter_topic;         // empty: "<application>.dlq"
+  KeySpec key;                    // empty field: keep the stored key
+  std::string timestamp_field;    // empty: keep the stored timestamp
+  std::string dead_letter_topic;  // empty: "<application>.dlq"
   // Read up to the end the topic had when the run started, then finish (like a file);
   // otherwise follow it until stopped.
   bool bounded = false;
@@ -85,11 +85,11 @@ struct TopicSourceOptions {
 // the same events, and a restart resumes exactly where the last checkpoint left it.
 struct GeneratorOptions {
   int32_t partitions = 1;
-  int64_t events = -1;                   // in all; -1: unbounded
+  int64_t events = -1;  // in all; -1: unbounded
   int64_t users = 10'000;
   int64_t start_time_ms = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
-  double events_per_second = 1000;       // event-time rate the timestamps follow
-  double max_rate = 0;                   // wall-clock throttle, records/s; 0: unthrottled
+  double events_per_second = 1000;            // event-time rate the timestamps follow
+  double max_rate = 0;                        // wall-clock throttle, records/s; 0: unthrottled
   uint64_t seed = 42;
   // Event-time disorder: up to this many ms of lateness on some events (0: in order).
   int64_t max_out_of_order_ms = 2000;
@@ -100,7 +100,7 @@ struct GeneratorOptions {
 
 struct TopicSinkOptions {
   std::string topic;
-  int32_t partitions = 0;                // for a new topic; 0: the producing step's task count
+  int32_t partitions = 0;  // for a new topic; 0: the producing step's task count
 };
 
 // A running aggregation's building block. Built-ins: weir::agg::Count(), Sum(field), Mean(field),

@@ -28,16 +28,16 @@ class Value {
   enum class Type : uint8_t { kNull, kBool, kInt, kDouble, kString, kArray, kObject };
 
   Value() = default;
-  Value(std::nullptr_t) {}                          // NOLINT(google-explicit-constructor)
-  Value(bool b) : v_(b) {}                          // NOLINT(google-explicit-constructor)
-  Value(int i) : v_(int64_t{i}) {}                  // NOLINT(google-explicit-constructor)
-  Value(int64_t i) : v_(i) {}                       // NOLINT(google-explicit-constructor)
-  Value(double d) : v_(d) {}                        // NOLINT(google-explicit-constructor)
-  Value(const char* s) : v_(std::string(s)) {}      // NOLINT(google-explicit-constructor)
-  Value(std::string s) : v_(std::move(s)) {}        // NOLINT(google-explicit-constructor)
-  Value(std::string_view s) : v_(std::string(s)) {} // NOLINT(google-explicit-constructor)
-  Value(Array a) : v_(std::move(a)) {}              // NOLINT(google-explicit-constructor)
-  Value(Object o) : v_(std::move(o)) {}             // NOLINT(google-explicit-constructor)
+  Value(std::nullptr_t) {}                           // NOLINT(google-explicit-constructor)
+  Value(bool b) : v_(b) {}                           // NOLINT(google-explicit-constructor)
+  Value(int i) : v_(int64_t{i}) {}                   // NOLINT(google-explicit-constructor)
+  Value(int64_t i) : v_(i) {}                        // NOLINT(google-explicit-constructor)
+  Value(double d) : v_(d) {}                         // NOLINT(google-explicit-constructor)
+  Value(const char* s) : v_(std::string(s)) {}       // NOLINT(google-explicit-constructor)
+  Value(std::string s) : v_(std::move(s)) {}         // NOLINT(google-explicit-constructor)
+  Value(std::string_view s) : v_(std::string(s)) {}  // NOLINT(google-explicit-constructor)
+  Value(Array a) : v_(std::move(a)) {}               // NOLINT(google-explicit-constructor)
+  Value(Object o) : v_(std::move(o)) {}              // NOLINT(google-explicit-constructor)
 
   // {"a": 1, "b": "x"} as MakeObject({{"a", 1}, {"b", "x"}}).
   static Value MakeObject(std::initializer_list<Member> members) { return Value(Object(members)); }
@@ -93,13 +93,15 @@ class Value {
   template <typename T>
   const T& Get() const {
     const T* p = std::get_if<T>(&v_);
-    if (p == nullptr) [[unlikely]] WrongType();
+    if (p == nullptr) [[unlikely]]
+      WrongType();
     return *p;
   }
   template <typename T>
   T& Get() {
     T* p = std::get_if<T>(&v_);
-    if (p == nullptr) [[unlikely]] WrongType();
+    if (p == nullptr) [[unlikely]]
+      WrongType();
     return *p;
   }
 

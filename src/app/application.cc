@@ -16,7 +16,8 @@ std::mutex running_mu;  // orders Stop() against the end of Run()
 bool IsValidName(std::string_view name) {
   if (name.empty() || name.size() > 100 || name == "." || name == "..") return false;
   for (char c : name) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'))
+      return false;
   }
   return true;
 }

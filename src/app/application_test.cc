@@ -40,12 +40,14 @@ std::string Event(const std::string& user, int64_t ts, const std::string& page, 
 
 TEST(Application, FileToFileRunsStepsInOrderAndCompletes) {
   TempDir dir;
-  WriteLines(dir / "in.jsonl", {Event("ann", 10, "/a", 5), Event("bob", 20, "/b", 7),
-                                Event("ann", 30, "/c", 1)});
+  WriteLines(dir / "in.jsonl",
+             {Event("ann", 10, "/a", 5), Event("bob", 20, "/b", 7), Event("ann", 30, "/c", 1)});
   Application app(Options(dir));
   app.FromFile(UserFile(dir / "in.jsonl"))
       .Filter([](const Value& v) { return v.Find("amount")->as_int() > 2; })
-      .Map([](const Value& v) { return Value::MakeObject({{"page", *v.Find("page")}}); })
+      .Map([](const Value& v) {
+        return Value::MakeObject({{"page", *v.Find("page")}});
+      })
       .ToFile(dir / "out.jsonl");
   auto summary = app.Run();
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
@@ -60,10 +62,10 @@ TEST(Application, BadRecordsGoToTheDeadLetterTopicAndProcessingContinues) {
   TempDir dir;
   WriteLines(dir / "in.jsonl", {
                                    Event("ann", 1, "/a", 1),
-                                   R"({"user":"bob","ts":)",                 // malformed JSON
-                                   R"({"user":"bob","page":"/x"})",          // no timestamp
-                                   R"({"user":"bob","ts":"noon"})",          // non-integer time
-                                   R"({"user":42,"ts":5})",                  // key of the wrong type
+                                   R"({"user":"bob","ts":)",         // malformed JSON
+                                   R"({"user":"bob","page":"/x"})",  // no timestamp
+                                   R"({"user":"bob","ts":"noon"})",  // non-integer time
+                                   R"({"user":42,"ts":5})",          // key of the wrong type
                                    Event("cid", 6, "/b", 2),
                                });
   Application app(Options(dir));
@@ -258,9 +260,9 @@ TEST(Application, AMissingInputFileIsNamed) {
 
 TEST(Application, AValueAnAggregationCannotTakeIsADeadLetter) {
   TempDir dir;
-  WriteLines(dir / "in.jsonl", {R"({"user":"a","ts":1,"amount":3})",
-                                R"({"user":"a","ts":2,"amount":"three"})",
-                                R"({"user":"a","ts":3,"amount":4})"});
+  WriteLines(dir / "in.jsonl",
+             {R"({"user":"a","ts":1,"amount":3})", R"({"user":"a","ts":2,"amount":"three"})",
+              R"({"user":"a","ts":3,"amount":4})"});
   Application app(Options(dir));
   app.FromFile(UserFile(dir / "in.jsonl"))
       .Aggregate({{"total", agg::Sum("amount")}})

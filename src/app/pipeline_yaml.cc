@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <map>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "app/data_dir.h"
@@ -15,11 +15,16 @@ namespace {
 
 std::string Describe(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
-    case YAML::NodeType::Null: return "nothing";
-    case YAML::NodeType::Undefined: return "nothing";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Null:
+      return "nothing";
+    case YAML::NodeType::Undefined:
+      return "nothing";
   }
   return "something else";
 }
@@ -161,8 +166,10 @@ Value Canonical(const YAML::Node& node) {
       for (const auto& item : node) a.push_back(Canonical(item));
       return Value(std::move(a));
     }
-    case YAML::NodeType::Scalar: return Value(node.Scalar());
-    default: return Value();
+    case YAML::NodeType::Scalar:
+      return Value(node.Scalar());
+    default:
+      return Value();
   }
 }
 
@@ -173,8 +180,8 @@ enum class CompareOp { kEq, kNe, kGt, kGe, kLt, kLe, kIn, kExists };
 struct Condition {
   std::string field;
   CompareOp op;
-  Value operand;             // eq..le; exists: a bool
-  std::vector<Value> set;    // in
+  Value operand;           // eq..le; exists: a bool
+  std::vector<Value> set;  // in
 };
 
 // <0, 0, >0 for comparable values (numbers with numbers, strings with strings); nullopt else.
@@ -201,22 +208,30 @@ bool Matches(const Condition& c, const Value& value) {
   }
   std::optional<int> cmp = Compare(*field, c.operand);
   switch (c.op) {
-    case CompareOp::kEq: return cmp == 0;
-    case CompareOp::kNe: return cmp != 0;
-    case CompareOp::kGt: return cmp && *cmp > 0;
-    case CompareOp::kGe: return cmp && *cmp >= 0;
-    case CompareOp::kLt: return cmp && *cmp < 0;
-    case CompareOp::kLe: return cmp && *cmp <= 0;
-    default: return false;
+    case CompareOp::kEq:
+      return cmp == 0;
+    case CompareOp::kNe:
+      return cmp != 0;
+    case CompareOp::kGt:
+      return cmp && *cmp > 0;
+    case CompareOp::kGe:
+      return cmp && *cmp >= 0;
+    case CompareOp::kLt:
+      return cmp && *cmp < 0;
+    case CompareOp::kLe:
+      return cmp && *cmp <= 0;
+    default:
+      return false;
   }
 }
 
 Result<Condition> ParseCondition(const ConfigNode& node) {
   static const std::map<std::string, CompareOp> kOps = {
-      {"eq", CompareOp::kEq}, {"ne", CompareOp::kNe}, {"gt", CompareOp::kGt},
-      {"ge", CompareOp::kGe}, {"lt", CompareOp::kLt}, {"le", CompareOp::kLe},
+      {"eq", CompareOp::kEq}, {"ne", CompareOp::kNe},        {"gt", CompareOp::kGt},
+      {"ge", CompareOp::kGe}, {"lt", CompareOp::kLt},        {"le", CompareOp::kLe},
       {"in", CompareOp::kIn}, {"exists", CompareOp::kExists}};
-  WEIR_RETURN_IF_ERROR(node.OnlyKeys({"field", "eq", "ne", "gt", "ge", "lt", "le", "in", "exists"}));
+  WEIR_RETURN_IF_ERROR(
+      node.OnlyKeys({"field", "eq", "ne", "gt", "ge", "lt", "le", "in", "exists"}));
   Condition c;
   WEIR_ASSIGN_OR_RETURN(ConfigNode field, node.Require("field", "the value field to test"));
   WEIR_ASSIGN_OR_RETURN(c.field, field.String());
@@ -267,7 +282,8 @@ Result<AggregatorPtr> ParseAggregator(const ConfigNode& node) {
   if (node.IsScalar()) {
     WEIR_ASSIGN_OR_RETURN(std::string kind, node.String());
     if (kind == "count") return agg::Count();
-    return node.Error("'" + kind + "' needs a field: {" + kind + ": FIELD} (only count takes none)");
+    return node.Error("'" + kind + "' needs a field: {" + kind +
+                      ": FIELD} (only count takes none)");
   }
   if (!node.IsMap() || node.node().size() != 1) {
     return node.Expected("count or a map of one aggregation to its field ({sum: amount})");
@@ -279,7 +295,8 @@ Result<AggregatorPtr> ParseAggregator(const ConfigNode& node) {
   if (kind == "mean") return agg::Mean(field);
   if (kind == "min") return agg::Min(field);
   if (kind == "max") return agg::Max(field);
-  return field_node.Error("unknown aggregation '" + kind + "' (expected count, sum, mean, min, max)");
+  return field_node.Error("unknown aggregation '" + kind +
+                          "' (expected count, sum, mean, min, max)");
 }
 
 std::string Resolve(const std::string& base_dir, const std::string& path) {
@@ -291,7 +308,8 @@ std::string Resolve(const std::string& base_dir, const std::string& path) {
 Result<Stream> BuildSource(Application& app, const ConfigNode& node, const std::string& base_dir) {
   WEIR_RETURN_IF_ERROR(node.OnlyKeys(
       {"file", "topic", "generator", "key", "timestamp", "dead_letter", "rate", "bounded"}));
-  int kinds = (node.Get("file") ? 1 : 0) + (node.Get("topic") ? 1 : 0) + (node.Get("generator") ? 1 : 0);
+  int kinds =
+      (node.Get("file") ? 1 : 0) + (node.Get("topic") ? 1 : 0) + (node.Get("generator") ? 1 : 0);
   if (kinds != 1) return node.Error("expected exactly one of file, topic, generator");
   KeySpec key;
   if (auto k = node.Get("key")) {
@@ -338,15 +356,16 @@ Result<Stream> BuildSource(Application& app, const ConfigNode& node, const std::
   }
   ConfigNode g = *node.Get("generator");
   if (!key.field.empty() || !timestamp.empty()) {
-    return node.Error("a generator keys its events by user and stamps them itself; remove key/timestamp");
+    return node.Error(
+        "a generator keys its events by user and stamps them itself; remove key/timestamp");
   }
   GeneratorOptions o;
   o.max_rate = rate;
   if (!g.IsMap() && !g.node().IsNull()) return g.Expected("a map of generator options (or {})");
   if (g.IsMap()) {
-    WEIR_RETURN_IF_ERROR(g.OnlyKeys({"partitions", "events", "users", "start_time_ms",
-                                     "events_per_second", "seed", "max_out_of_order_ms",
-                                     "active_fraction"}));
+    WEIR_RETURN_IF_ERROR(
+        g.OnlyKeys({"partitions", "events", "users", "start_time_ms", "events_per_second", "seed",
+                    "max_out_of_order_ms", "active_fraction"}));
     if (auto v = g.Get("partitions")) {
       WEIR_ASSIGN_OR_RETURN(o.partitions, v->Int(1, 1024));
     }
@@ -368,7 +387,8 @@ Result<Stream> BuildSource(Application& app, const ConfigNode& node, const std::
     }
     if (auto v = g.Get("active_fraction")) {
       WEIR_ASSIGN_OR_RETURN(o.active_fraction, v->Number(1e-9));
-      if (o.active_fraction > 1) return v->Error("expected a fraction in (0, 1], found " + v->node().Scalar());
+      if (o.active_fraction > 1)
+        return v->Error("expected a fraction in (0, 1], found " + v->node().Scalar());
     }
     if (auto v = g.Get("max_out_of_order_ms")) {
       WEIR_ASSIGN_OR_RETURN(o.max_out_of_order_ms, v->Int(0, INT64_MAX / 2));
@@ -387,7 +407,8 @@ Result<Stream> BuildStep(Stream stream, const ConfigNode& step) {
     return stream.Filter([condition](const Value& v) { return Matches(condition, v); });
   }
   if (kind == "select") {
-    if (!body.IsSequence() || body.node().size() == 0) return body.Expected("a list of field names");
+    if (!body.IsSequence() || body.node().size() == 0)
+      return body.Expected("a list of field names");
     std::vector<std::string> fields;
     for (const ConfigNode& item : body.Items()) {
       WEIR_ASSIGN_OR_RETURN(std::string f, item.String());
@@ -430,7 +451,8 @@ Result<Stream> BuildStep(Stream stream, const ConfigNode& step) {
 
 Status BuildSink(Stream stream, const ConfigNode& sink, const std::string& base_dir) {
   WEIR_RETURN_IF_ERROR(sink.OnlyKeys({"file", "topic", "partitions", "stdout"}));
-  int kinds = (sink.Get("file") ? 1 : 0) + (sink.Get("topic") ? 1 : 0) + (sink.Get("stdout") ? 1 : 0);
+  int kinds =
+      (sink.Get("file") ? 1 : 0) + (sink.Get("topic") ? 1 : 0) + (sink.Get("stdout") ? 1 : 0);
   if (kinds != 1) return sink.Error("expected exactly one of file, topic, stdout");
   if (sink.Get("partitions") && !sink.Get("topic")) {
     return sink.Get("partitions")->Error("'partitions' applies to topic sinks only");
@@ -528,7 +550,8 @@ Result<std::unique_ptr<Application>> LoadPipelineText(const std::string& text,
   if (sink) {
     WEIR_RETURN_IF_ERROR(BuildSink(stream, *sink, base_dir));
   } else {
-    if (!sinks->IsSequence() || sinks->node().size() == 0) return sinks->Expected("a list of sinks");
+    if (!sinks->IsSequence() || sinks->node().size() == 0)
+      return sinks->Expected("a list of sinks");
     for (const ConfigNode& s : sinks->Items()) WEIR_RETURN_IF_ERROR(BuildSink(stream, s, base_dir));
   }
   return app;

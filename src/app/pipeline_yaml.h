@@ -13,10 +13,9 @@
 //     - select: [user, page, amount]
 //     - group_by: page                         # or {field, type, partitions}
 //     - aggregate: {sales: count, revenue: {sum: amount}}   # count sum mean min max
-//   sink: {file: out.jsonl}         # or {topic: name, partitions: N}, {stdout: true}; or sinks: [...]
-//   checkpoint: {interval_ms: 1000, records: 200000}
-//   workers: 2
-//   partitions: 4                   # repartition topics
+//   sink: {file: out.jsonl}         # or {topic: name, partitions: N}, {stdout: true}; or sinks:
+//   [...] checkpoint: {interval_ms: 1000, records: 200000} workers: 2 partitions: 4 # repartition
+//   topics
 //
 // Every error names the file, the path of the offending key, what was expected and what was
 // found, and the line: "p.yaml: steps[1].filter.eq: expected a scalar, found a map (line 7)".

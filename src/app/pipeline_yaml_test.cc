@@ -29,21 +29,28 @@ TEST(PipelineYaml, UnknownTopLevelKeyIsNamedWithTheChoices) {
 TEST(PipelineYaml, WrongTypeNamesThePathExpectedAndFound) {
   std::string e = ErrorOf(std::string(kSource) + "sink: {stdout: true}\nworkers: [1, 2]\n");
   EXPECT_NE(e.find("p.yaml: workers: expected an integer, found a list (line 3, column 10)"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   e = ErrorOf(std::string(kSource) + "sink: {stdout: true}\ncheckpoint: {interval_ms: soon}\n");
-  EXPECT_NE(e.find("checkpoint.interval_ms: expected an integer, found 'soon'"), std::string::npos) << e;
+  EXPECT_NE(e.find("checkpoint.interval_ms: expected an integer, found 'soon'"), std::string::npos)
+      << e;
 }
 
 TEST(PipelineYaml, StepErrorsNameTheStepIndex) {
-  std::string e = ErrorOf(std::string(kSource) +
-                          "steps:\n  - group_by: page\n  - filter: {field: action}\nsink: {stdout: true}\n");
+  std::string e =
+      ErrorOf(std::string(kSource) +
+              "steps:\n  - group_by: page\n  - filter: {field: action}\nsink: {stdout: true}\n");
   EXPECT_NE(e.find("steps[1].filter: expected exactly one of eq, ne, gt, ge, lt, le, in, exists"),
-            std::string::npos) << e;
-  e = ErrorOf(std::string(kSource) + "steps:\n  - aggregate: {n: {median: x}}\nsink: {stdout: true}\n");
-  EXPECT_NE(e.find("steps[0].aggregate.n.median: unknown aggregation 'median'"), std::string::npos) << e;
+            std::string::npos)
+      << e;
+  e = ErrorOf(std::string(kSource) +
+              "steps:\n  - aggregate: {n: {median: x}}\nsink: {stdout: true}\n");
+  EXPECT_NE(e.find("steps[0].aggregate.n.median: unknown aggregation 'median'"), std::string::npos)
+      << e;
   e = ErrorOf(std::string(kSource) + "steps:\n  - explode: x\nsink: {stdout: true}\n");
   EXPECT_NE(e.find("steps[0]: unknown step 'explode'"), std::string::npos) << e;
-  e = ErrorOf(std::string(kSource) + "steps:\n  - group_by: {field: page, type: float}\nsink: {stdout: true}\n");
+  e = ErrorOf(std::string(kSource) +
+              "steps:\n  - group_by: {field: page, type: float}\nsink: {stdout: true}\n");
   EXPECT_NE(e.find("steps[0].group_by.type: unknown key type 'float'"), std::string::npos) << e;
 }
 
@@ -52,8 +59,9 @@ TEST(PipelineYaml, SourceAndSinkMustSayExactlyOneKind) {
                 .find("source: expected exactly one of file, topic, generator"),
             std::string::npos);
   EXPECT_NE(ErrorOf(kSource).find("missing 'sink'"), std::string::npos);
-  EXPECT_NE(ErrorOf("source: {file: a.jsonl}\nsink: {stdout: true}\n").find("source: missing 'key'"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf("source: {file: a.jsonl}\nsink: {stdout: true}\n").find("source: missing 'key'"),
+      std::string::npos);
   EXPECT_NE(ErrorOf(std::string(kSource) + "sink: {file: a, partitions: 2}\n")
                 .find("sink.partitions: 'partitions' applies to topic sinks only"),
             std::string::npos);
@@ -70,11 +78,10 @@ TEST(PipelineYaml, AValidPipelineRunsWithPathsRelativeToTheFile) {
   WriteLines(dir / "in.jsonl", {R"({"user":"a","ts":1,"action":"buy","amount":2.5})",
                                 R"({"user":"b","ts":2,"action":"view"})",
                                 R"({"user":"a","ts":3,"action":"buy","amount":1})"});
-  WriteLines(dir / "p.yaml", {"name: buys", "source:", "  file: in.jsonl", "  key: user",
-                              "  timestamp: ts", "steps:", "  - filter: {field: action, in: [buy]}",
-                              "  - select: [user, amount]",
-                              "  - aggregate: {orders: count, spent: {sum: amount}}",
-                              "sink: {file: out.jsonl}"});
+  WriteLines(dir / "p.yaml",
+             {"name: buys", "source:", "  file: in.jsonl", "  key: user", "  timestamp: ts",
+              "steps:", "  - filter: {field: action, in: [buy]}", "  - select: [user, amount]",
+              "  - aggregate: {orders: count, spent: {sum: amount}}", "sink: {file: out.jsonl}"});
   PipelineOverrides overrides;
   overrides.data_dir = dir / "data";
   auto app = LoadPipelineFile(dir / "p.yaml", overrides);
@@ -82,18 +89,21 @@ TEST(PipelineYaml, AValidPipelineRunsWithPathsRelativeToTheFile) {
   EXPECT_EQ((*app)->options().name, "buys");
   auto summary = (*app)->Run();
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
-  EXPECT_EQ(ReadLines(dir / "out.jsonl"),
-            (std::vector<std::string>{R"({"key":"a","timestamp":1,"value":{"orders":1,"spent":2.5}})",
-                                      R"({"key":"a","timestamp":3,"value":{"orders":2,"spent":3.5}})"}));
+  EXPECT_EQ(
+      ReadLines(dir / "out.jsonl"),
+      (std::vector<std::string>{R"({"key":"a","timestamp":1,"value":{"orders":1,"spent":2.5}})",
+                                R"({"key":"a","timestamp":3,"value":{"orders":2,"spent":3.5}})"}));
 }
 
 TEST(PipelineYaml, PacingChangesDoNotChangeTheDefinition) {
-  auto a = LoadPipelineText(std::string(kSource) + "sink: {stdout: true}\nworkers: 1\n", "p.yaml", "", {});
-  auto b = LoadPipelineText("source: {file: in.jsonl, key: user, timestamp: ts, rate: 5}\n"
-                            "sink: {stdout: true}\nworkers: 2\ncheckpoint: {interval_ms: 9}\n",
-                            "p.yaml", "", {});
-  auto c = LoadPipelineText(std::string(kSource) + "steps: [{group_by: page}]\nsink: {stdout: true}\n",
-                            "p.yaml", "", {});
+  auto a = LoadPipelineText(std::string(kSource) + "sink: {stdout: true}\nworkers: 1\n", "p.yaml",
+                            "", {});
+  auto b = LoadPipelineText(
+      "source: {file: in.jsonl, key: user, timestamp: ts, rate: 5}\n"
+      "sink: {stdout: true}\nworkers: 2\ncheckpoint: {interval_ms: 9}\n",
+      "p.yaml", "", {});
+  auto c = LoadPipelineText(
+      std::string(kSource) + "steps: [{group_by: page}]\nsink: {stdout: true}\n", "p.yaml", "", {});
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   EXPECT_EQ((*a)->options().definition, (*b)->options().definition);
   EXPECT_NE((*a)->options().definition, (*c)->options().definition);

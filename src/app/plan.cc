@@ -24,7 +24,8 @@ Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& opt
   // Source partitions first: the default repartition count is the largest of them.
   int32_t widest_source = 1;
   for (const Step& s : graph.steps) {
-    if (s.kind == StepKind::kGeneratorSource) widest_source = std::max(widest_source, s.generator.partitions);
+    if (s.kind == StepKind::kGeneratorSource)
+      widest_source = std::max(widest_source, s.generator.partitions);
     if (s.kind == StepKind::kTopicSource) {
       WEIR_ASSIGN_OR_RETURN(log::Topic * topic, log.GetTopic(s.topic_source.topic));
       widest_source = std::max(widest_source, topic->num_partitions());
@@ -70,7 +71,8 @@ Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& opt
         break;
       }
       case StepKind::kGroupBy:
-        sub.partitions = root.group_by.partitions > 0 ? root.group_by.partitions : default_partitions;
+        sub.partitions =
+            root.group_by.partitions > 0 ? root.group_by.partitions : default_partitions;
         sub.input_topic = dataflow::RepartitionTopicName(options.name, root.name);
         sub.upstream.push_back(subtopology_of_group_by.at(roots[r]));
         plan.repartition_topics.insert(sub.input_topic);

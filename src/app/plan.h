@@ -22,9 +22,9 @@ struct SubTopology {
   int index = 0;
   int root_step = 0;
   int32_t partitions = 1;
-  std::string input_topic;          // the source topic or the repartition topic; empty otherwise
-  std::vector<int> upstream;        // sub-topologies writing input_topic (repartition only)
-  std::vector<int> steps;           // the steps its tasks run after the root, in graph order
+  std::string input_topic;    // the source topic or the repartition topic; empty otherwise
+  std::vector<int> upstream;  // sub-topologies writing input_topic (repartition only)
+  std::vector<int> steps;     // the steps its tasks run after the root, in graph order
   std::vector<std::string> stateful_steps;
   std::string dead_letter_topic;
   bool from_repartition() const { return !upstream.empty(); }

@@ -78,7 +78,8 @@ Status Runtime::Setup() {
     fresh.definition = definition;
     manifest = std::move(fresh);
   } else {
-    Progress("resuming " + options_.name + " from checkpoint " + std::to_string(manifest->checkpoint));
+    Progress("resuming " + options_.name + " from checkpoint " +
+             std::to_string(manifest->checkpoint));
   }
   WEIR_RETURN_IF_ERROR(Recover(*manifest));
 
@@ -88,7 +89,8 @@ Status Runtime::Setup() {
   for (const SubTopology& sub : plan_.subtopologies) {
     const dataflow::Step& root = graph_.steps[sub.root_step];
     if (root.kind == dataflow::StepKind::kGeneratorSource) {
-      generator_models_[sub.root_step] = std::make_shared<dataflow::ClickstreamModel>(root.generator);
+      generator_models_[sub.root_step] =
+          std::make_shared<dataflow::ClickstreamModel>(root.generator);
     }
   }
   for (const SubTopology& sub : plan_.subtopologies) {
@@ -284,11 +286,13 @@ Status Runtime::Checkpoint() {
   for (auto& [name, topic] : output_topics_) {
     const std::vector<int64_t>& ends = next.topic_ends.at(name);
     for (int32_t p = 0; p < topic->num_partitions(); ++p) {
-      WEIR_RETURN_IF_ERROR(topic->partition(PartitionId(p)).Publish(Offset(ends[p]), options_.name));
+      WEIR_RETURN_IF_ERROR(
+          topic->partition(PartitionId(p)).Publish(Offset(ends[p]), options_.name));
     }
   }
   manifest_ = std::move(next);
-  for (const std::string& topic : ending) end_of_input_.at(topic)->store(true, std::memory_order_release);
+  for (const std::string& topic : ending)
+    end_of_input_.at(topic)->store(true, std::memory_order_release);
   records_since_checkpoint_ = 0;
   ++checkpoints_taken_;
   if (options_.on_checkpoint) options_.on_checkpoint(id, SourceRecords());
@@ -303,7 +307,8 @@ Result<RunSummary> Runtime::Run() {
   summary.restored_checkpoint = manifest_.checkpoint;
 
   std::vector<std::vector<Task*>> assignment(worker_count_);
-  for (size_t i = 0; i < tasks_.size(); ++i) assignment[i % worker_count_].push_back(tasks_[i].get());
+  for (size_t i = 0; i < tasks_.size(); ++i)
+    assignment[i % worker_count_].push_back(tasks_[i].get());
   for (int w = 0; w < worker_count_; ++w) {
     workers_.emplace_back([this, tasks = assignment[w]] { WorkerLoop(tasks); });
   }

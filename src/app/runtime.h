@@ -102,11 +102,11 @@ class Runtime {
   std::condition_variable coordinator_cv_;  // the coordinator waits here between checkpoints
   bool pause_requested_ = false;            // guarded by mu_; mirrored in pause_flag_
   std::atomic<bool> pause_flag_{false};
-  uint64_t resume_generation_ = 0;          // guarded by mu_
-  int parked_ = 0;                          // guarded by mu_
-  int exited_ = 0;                          // guarded by mu_
-  bool exit_workers_ = false;               // guarded by mu_
-  Status error_;                            // guarded by mu_
+  uint64_t resume_generation_ = 0;  // guarded by mu_
+  int parked_ = 0;                  // guarded by mu_
+  int exited_ = 0;                  // guarded by mu_
+  bool exit_workers_ = false;       // guarded by mu_
+  Status error_;                    // guarded by mu_
   std::atomic<bool> stop_{false};
   std::atomic<bool> checkpoint_wanted_{false};
   std::atomic<int64_t> records_since_checkpoint_{0};

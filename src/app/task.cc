@@ -55,7 +55,8 @@ Status Task::Open(int64_t checkpoint) {
     WEIR_RETURN_IF_ERROR(name == expected ? store_->CommitPrepared(name)
                                           : store_->RollbackPrepared(name));
   }
-  WEIR_ASSIGN_OR_RETURN(std::optional<std::string> stored_checkpoint, store_->GetMeta(kMetaCheckpoint));
+  WEIR_ASSIGN_OR_RETURN(std::optional<std::string> stored_checkpoint,
+                        store_->GetMeta(kMetaCheckpoint));
   if (stored_checkpoint) {
     WEIR_ASSIGN_OR_RETURN(int64_t at, ParseInt(*stored_checkpoint, "checkpoint"));
     if (at != checkpoint) {
@@ -181,7 +182,8 @@ dataflow::TopicWriter& Task::TopicOutput(std::string_view topic) {
   auto it = topic_writers_.find(topic);
   if (it == topic_writers_.end()) {
     std::string name(topic);
-    auto writer = std::make_unique<dataflow::TopicWriter>(runtime_.OutputTopic(name), runtime_.owner());
+    auto writer =
+        std::make_unique<dataflow::TopicWriter>(runtime_.OutputTopic(name), runtime_.owner());
     it = topic_writers_.emplace(name, std::move(writer)).first;
   }
   return *it->second;
@@ -191,7 +193,8 @@ dataflow::LineWriter& Task::FileOutput(std::string_view path) {
   auto it = line_writers_.find(path);
   if (it == line_writers_.end()) {
     std::string p(path);
-    it = line_writers_.emplace(p, std::make_unique<dataflow::LineWriter>(runtime_.OutputFile(p))).first;
+    it = line_writers_.emplace(p, std::make_unique<dataflow::LineWriter>(runtime_.OutputFile(p)))
+             .first;
   }
   return *it->second;
 }
@@ -201,7 +204,8 @@ dataflow::LineWriter& Task::StdoutOutput() {
   auto it = line_writers_.find(kStdout);
   if (it == line_writers_.end()) {
     it = line_writers_
-             .emplace(std::string(kStdout), std::make_unique<dataflow::LineWriter>(runtime_.Stdout()))
+             .emplace(std::string(kStdout),
+                      std::make_unique<dataflow::LineWriter>(runtime_.Stdout()))
              .first;
   }
   return *it->second;

@@ -74,7 +74,8 @@ inline std::vector<TopicRecord> ReadTopic(const std::string& data_dir, const std
         auto k = r.DecodeKey();
         if (k.ok()) k->AppendJson(key);
         auto v = Value::Parse(r.value);
-        out.push_back({p, r.offset.value(), key, r.timestamp.value(), v.ok() ? *v : Value(std::string(r.value))});
+        out.push_back({p, r.offset.value(), key, r.timestamp.value(),
+                       v.ok() ? *v : Value(std::string(r.value))});
       }
     }
   }

@@ -36,8 +36,8 @@ class BenchDir {
       path_ = given;
       return;
     }
-    path_ = (std::filesystem::temp_directory_path() /
-             ("weir-bench-" + std::to_string(::getpid()))).string();
+    path_ = (std::filesystem::temp_directory_path() / ("weir-bench-" + std::to_string(::getpid())))
+                .string();
     std::filesystem::remove_all(path_);
     owned_ = true;
   }
@@ -69,8 +69,8 @@ int BenchLog(const BenchArgs& args) {
   if (!topic.ok()) return Fail(topic.status());
 
   const int64_t per_partition = args.records / args.partitions;
-  constexpr int kBatch = 1000;       // records per append call
-  constexpr size_t kInFlight = 64;   // appends a producer has outstanding before it waits
+  constexpr int kBatch = 1000;      // records per append call
+  constexpr size_t kInFlight = 64;  // appends a producer has outstanding before it waits
   std::vector<std::vector<double>> latencies(args.partitions);
   std::vector<uint64_t> sums(args.partitions, 0);
   std::vector<Status> errors(args.partitions);
@@ -86,7 +86,8 @@ int BenchLog(const BenchArgs& args) {
       for (int64_t i = 0; i < per_partition;) {
         batch.Clear();
         for (int j = 0; j < kBatch && i < per_partition; ++j, ++i) {
-          std::snprintf(value.data(), value.size(), "{\"n\":%lld,\"pad\":\"", static_cast<long long>(i));
+          std::snprintf(value.data(), value.size(), "{\"n\":%lld,\"pad\":\"",
+                        static_cast<long long>(i));
           value.back() = '}';
           value[value.size() - 2] = '"';
           sums[p] += Checksum(value);
@@ -156,14 +157,16 @@ int BenchLog(const BenchArgs& args) {
   // includes that work.
   std::printf("weir bench log: %lld records of %d bytes, %d partitions, fsync=%s\n",
               static_cast<long long>(total), args.value_bytes, args.partitions, args.fsync.c_str());
-  std::printf("  durable append: %.0f records/s (%.1f MB/s), %.0f records/s per core; "
-              "ack latency p50 %.2f ms, p99 %.2f ms\n",
-              total / append_wall, total * args.value_bytes / append_wall / 1e6,
-              total / std::max(append_cpu, 1e-9), Percentile(all, 0.5), Percentile(all, 0.99));
-  std::printf("  replay:         %.0f records/s (%.1f MB/s), %.0f records/s per core; "
-              "checked %lld records\n",
-              total / replay_wall, total * args.value_bytes / replay_wall / 1e6,
-              total / std::max(replay_cpu, 1e-9), static_cast<long long>(total));
+  std::printf(
+      "  durable append: %.0f records/s (%.1f MB/s), %.0f records/s per core; "
+      "ack latency p50 %.2f ms, p99 %.2f ms\n",
+      total / append_wall, total * args.value_bytes / append_wall / 1e6,
+      total / std::max(append_cpu, 1e-9), Percentile(all, 0.5), Percentile(all, 0.99));
+  std::printf(
+      "  replay:         %.0f records/s (%.1f MB/s), %.0f records/s per core; "
+      "checked %lld records\n",
+      total / replay_wall, total * args.value_bytes / replay_wall / 1e6,
+      total / std::max(replay_cpu, 1e-9), static_cast<long long>(total));
   std::printf("  peak memory:    %.0f MiB\n", ProcessPeakRssBytes() / 1048576.0);
   return 0;
 }
@@ -211,7 +214,8 @@ int BenchPipeline(const BenchArgs& args) {
       if (records->empty()) break;
       for (const log::StoredRecord& r : *records) {
         auto value = Value::Parse(r.value);
-        if (!value.ok() || !value->Find("count")) return Fail(Status::Internal("bad output record"));
+        if (!value.ok() || !value->Find("count"))
+          return Fail(Status::Internal("bad output record"));
         int64_t& last = seen[std::string(r.key)];
         if (value->Find("count")->as_int() != last + 1) {
           return Fail(Status::Internal("key " + std::string(r.key) + ": count " +
@@ -225,18 +229,21 @@ int BenchPipeline(const BenchArgs& args) {
   }
   if (seen != expected) return Fail(Status::Internal("final counts differ from the generator's"));
 
-  std::printf("weir bench pipeline: running count per key, %lld events, %lld keys (%s), "
-              "%d partitions, checkpoints every %lld ms / %lld records\n",
-              static_cast<long long>(summary->records_in), static_cast<long long>(expected.size()),
-              args.keys.c_str(), args.partitions, static_cast<long long>(options.checkpoint_interval.count()),
-              static_cast<long long>(options.checkpoint_records));
+  std::printf(
+      "weir bench pipeline: running count per key, %lld events, %lld keys (%s), "
+      "%d partitions, checkpoints every %lld ms / %lld records\n",
+      static_cast<long long>(summary->records_in), static_cast<long long>(expected.size()),
+      args.keys.c_str(), args.partitions,
+      static_cast<long long>(options.checkpoint_interval.count()),
+      static_cast<long long>(options.checkpoint_records));
   std::printf("  throughput: %.0f events/s, %.0f events/s per core (%.2f s wall, %.2f s CPU)\n",
               summary->records_in / summary->wall_seconds,
               summary->records_in / std::max(summary->cpu_seconds, 1e-9), summary->wall_seconds,
               summary->cpu_seconds);
-  std::printf("  checkpoints: %lld; peak memory %.0f MiB; checked %lld outputs against the generator\n",
-              static_cast<long long>(summary->checkpoints), summary->peak_rss_bytes / 1048576.0,
-              static_cast<long long>(outputs));
+  std::printf(
+      "  checkpoints: %lld; peak memory %.0f MiB; checked %lld outputs against the generator\n",
+      static_cast<long long>(summary->checkpoints), summary->peak_rss_bytes / 1048576.0,
+      static_cast<long long>(outputs));
   return 0;
 }
 

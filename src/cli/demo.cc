@@ -56,7 +56,8 @@ Status WriteClickstream(const std::string& path, int64_t events) {
     line.clear();
     model.EventAt(PartitionId(0), i).value.AppendJson(line);
     out << line << '\n';
-    if (i % bad_every == bad_every - 1 && i / bad_every < 3) out << kBadLines[i / bad_every] << '\n';
+    if (i % bad_every == bad_every - 1 && i / bad_every < 3)
+      out << kBadLines[i / bad_every] << '\n';
   }
   out.close();
   if (!out) return Status::IOError("cannot write " + path);
@@ -83,13 +84,13 @@ std::vector<PageStats> FinalStats(const std::string& path) {
     s.page = v->Find("key")->as_string();
     s.events = value.Find("events")->as_int();
     s.revenue = value.Find("revenue")->as_number();
-    s.largest_order = value.Find("largest_order")->is_number() ? value.Find("largest_order")->as_number() : 0;
+    s.largest_order =
+        value.Find("largest_order")->is_number() ? value.Find("largest_order")->as_number() : 0;
   }
   std::vector<PageStats> stats;
   for (auto& [page, s] : by_page) stats.push_back(s);
-  std::sort(stats.begin(), stats.end(), [](const PageStats& a, const PageStats& b) {
-    return a.events > b.events;
-  });
+  std::sort(stats.begin(), stats.end(),
+            [](const PageStats& a, const PageStats& b) { return a.events > b.events; });
   return stats;
 }
 
@@ -104,9 +105,10 @@ int Demo(const DemoArgs& args) {
   std::string pipeline = (dir / "pipeline.yaml").string();
 
   std::printf("Weir demo\n=========\n\n");
-  std::printf("1. Generating a clickstream of %lld events (2000 users browsing in sessions; views,\n"
-              "   clicks, cart adds, purchases) with 3 malformed lines mixed in:\n   %s\n\n",
-              static_cast<long long>(args.events), clicks.c_str());
+  std::printf(
+      "1. Generating a clickstream of %lld events (2000 users browsing in sessions; views,\n"
+      "   clicks, cart adds, purchases) with 3 malformed lines mixed in:\n   %s\n\n",
+      static_cast<long long>(args.events), clicks.c_str());
   Status written = WriteClickstream(clicks, args.events);
   if (!written.ok()) return Fail(written);
   {
@@ -139,14 +141,16 @@ int Demo(const DemoArgs& args) {
               args.data_dir.c_str());
   auto summary = (*app)->Run();
   if (!summary.ok()) return Fail(summary.status());
-  std::printf("   %lld records in, %lld results out, %lld dead letters, %lld checkpoints, "
-              "%.2f s (%.0f events/s)\n\n",
-              static_cast<long long>(summary->records_in), static_cast<long long>(summary->records_out),
-              static_cast<long long>(summary->dead_letters), static_cast<long long>(summary->checkpoints),
-              summary->wall_seconds, summary->records_in / std::max(summary->wall_seconds, 1e-9));
+  std::printf(
+      "   %lld records in, %lld results out, %lld dead letters, %lld checkpoints, "
+      "%.2f s (%.0f events/s)\n\n",
+      static_cast<long long>(summary->records_in), static_cast<long long>(summary->records_out),
+      static_cast<long long>(summary->dead_letters), static_cast<long long>(summary->checkpoints),
+      summary->wall_seconds, summary->records_in / std::max(summary->wall_seconds, 1e-9));
 
   std::string stats_file = (dir / "page-stats.jsonl").string();
-  std::printf("4. Final running aggregates per page (the last line per key of %s):\n\n", stats_file.c_str());
+  std::printf("4. Final running aggregates per page (the last line per key of %s):\n\n",
+              stats_file.c_str());
   std::printf("   %-14s %10s %12s %14s\n", "page", "events", "revenue", "largest order");
   for (const PageStats& s : FinalStats(stats_file)) {
     std::printf("   %-14s %10lld %12.2f %14.2f\n", s.page.c_str(), static_cast<long long>(s.events),
@@ -159,15 +163,20 @@ int Demo(const DemoArgs& args) {
       log::PartitionReader reader((*dlq)->partition(PartitionId(0)), Offset(0));
       auto records = reader.Next(3);
       if (records.ok() && !records->empty()) {
-        std::printf("\n5. Malformed lines went to the dead-letter topic demo-page-stats.dlq, e.g.:\n   %.*s\n",
-                    static_cast<int>(records->front().value.size()), records->front().value.data());
+        std::printf(
+            "\n5. Malformed lines went to the dead-letter topic demo-page-stats.dlq, e.g.:\n   "
+            "%.*s\n",
+            static_cast<int>(records->front().value.size()), records->front().value.data());
       }
     }
   }
   std::printf("\nTry next:\n");
-  std::printf("  build/src/cli/weir consume demo.page-stats --data-dir %s --max 5\n", args.data_dir.c_str());
-  std::printf("  build/src/cli/weir topics describe demo.page-stats --data-dir %s\n", args.data_dir.c_str());
-  std::printf("  build/src/cli/weir consume demo-page-stats.dlq --data-dir %s\n", args.data_dir.c_str());
+  std::printf("  build/src/cli/weir consume demo.page-stats --data-dir %s --max 5\n",
+              args.data_dir.c_str());
+  std::printf("  build/src/cli/weir topics describe demo.page-stats --data-dir %s\n",
+              args.data_dir.c_str());
+  std::printf("  build/src/cli/weir consume demo-page-stats.dlq --data-dir %s\n",
+              args.data_dir.c_str());
   std::printf("  build/src/cli/weir run %s --data-dir %s   # resumes: nothing new to do\n",
               pipeline.c_str(), args.data_dir.c_str());
   return 0;

@@ -1,6 +1,5 @@
 // The `weir` command line. Argument parsing only; the commands live in commands.h.
 #include <CLI/CLI.hpp>
-
 #include <csignal>
 
 #include "cli/commands.h"
@@ -10,8 +9,9 @@ int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) must fail writes with EFBIG, reported as an error, rather than
   // kill the process mid-write.
   std::signal(SIGXFSZ, SIG_IGN);
-  CLI::App app{"Weir: a stream-processing engine. Durable partitioned logs, stateful dataflows, "
-               "exactly-once checkpoints, one binary."};
+  CLI::App app{
+      "Weir: a stream-processing engine. Durable partitioned logs, stateful dataflows, "
+      "exactly-once checkpoints, one binary."};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Every command's help");
   std::string data_dir = "./weir-data";
@@ -21,34 +21,42 @@ int main(int argc, char** argv) {
   };
 
   RunArgs run;
-  CLI::App* run_cmd = app.add_subcommand("run", "Run a YAML pipeline until its sources end (or Ctrl-C)");
+  CLI::App* run_cmd =
+      app.add_subcommand("run", "Run a YAML pipeline until its sources end (or Ctrl-C)");
   run_cmd->add_option("pipeline", run.pipeline, "Pipeline file (YAML)")->required();
-  run_cmd->add_option("--workers", run.workers, "Worker threads (default: the pipeline's, or one per core)");
+  run_cmd->add_option("--workers", run.workers,
+                      "Worker threads (default: the pipeline's, or one per core)");
   run_cmd->add_flag("--reset", run.reset, "Discard the pipeline's state and checkpoint first");
   run_cmd->add_flag("--quiet,-q", run.quiet, "Print only errors and the final summary");
   add_data_dir(run_cmd);
 
   DemoArgs demo;
-  CLI::App* demo_cmd = app.add_subcommand("demo", "Generate a clickstream and run a pipeline over it");
-  demo_cmd->add_option("--events", demo.events, "Clickstream events to generate")->capture_default_str();
+  CLI::App* demo_cmd =
+      app.add_subcommand("demo", "Generate a clickstream and run a pipeline over it");
+  demo_cmd->add_option("--events", demo.events, "Clickstream events to generate")
+      ->capture_default_str();
   add_data_dir(demo_cmd);
 
   ProduceArgs produce;
   CLI::App* produce_cmd = app.add_subcommand("produce", "Append JSON lines from stdin to a topic");
   produce_cmd->add_option("topic", produce.topic, "Topic")->required();
-  produce_cmd->add_option("--key-field", produce.key_field, "Value field that keys each record (default: no key)");
-  produce_cmd->add_option("--key-type", produce.key_type, "Key type: string, int, json, bytes")->capture_default_str();
+  produce_cmd->add_option("--key-field", produce.key_field,
+                          "Value field that keys each record (default: no key)");
+  produce_cmd->add_option("--key-type", produce.key_type, "Key type: string, int, json, bytes")
+      ->capture_default_str();
   produce_cmd->add_option("--timestamp-field", produce.timestamp_field,
                           "Integer field with the event time in ms (default: now)");
   produce_cmd->add_flag("--create", produce.create, "Create the topic if it does not exist");
-  produce_cmd->add_option("--partitions", produce.partitions, "Partitions of a topic made by --create")
+  produce_cmd
+      ->add_option("--partitions", produce.partitions, "Partitions of a topic made by --create")
       ->capture_default_str();
   add_data_dir(produce_cmd);
 
   ConsumeArgs consume;
   CLI::App* consume_cmd = app.add_subcommand("consume", "Print a topic's records as JSON lines");
   consume_cmd->add_option("topic", consume.topic, "Topic")->required();
-  consume_cmd->add_option("--from", consume.from, "earliest, latest, or an offset")->capture_default_str();
+  consume_cmd->add_option("--from", consume.from, "earliest, latest, or an offset")
+      ->capture_default_str();
   consume_cmd->add_option("--partition", consume.partition, "Only this partition");
   consume_cmd->add_flag("--follow,-f", consume.follow, "Keep printing new records until Ctrl-C");
   consume_cmd->add_option("--max", consume.max_records, "Stop after this many records");
@@ -60,34 +68,44 @@ int main(int argc, char** argv) {
   CLI::App* create_cmd = topics_cmd->add_subcommand("create", "Create a topic");
   create_cmd->add_option("name", topics.name, "Topic name")->required();
   create_cmd->add_option("--partitions", topics.partitions, "Partitions")->capture_default_str();
-  create_cmd->add_option("--retention-bytes", topics.retention_bytes, "Per-partition size limit (-1: none)");
-  create_cmd->add_option("--retention-ms", topics.retention_ms, "Age limit by append time (-1: none)");
-  create_cmd->add_option("--segment-bytes", topics.segment_bytes, "Segment file size")->capture_default_str();
+  create_cmd->add_option("--retention-bytes", topics.retention_bytes,
+                         "Per-partition size limit (-1: none)");
+  create_cmd->add_option("--retention-ms", topics.retention_ms,
+                         "Age limit by append time (-1: none)");
+  create_cmd->add_option("--segment-bytes", topics.segment_bytes, "Segment file size")
+      ->capture_default_str();
   add_data_dir(create_cmd);
   CLI::App* list_cmd = topics_cmd->add_subcommand("list", "List topics");
   add_data_dir(list_cmd);
-  CLI::App* describe_cmd = topics_cmd->add_subcommand("describe", "Partitions, offsets and sizes of a topic");
+  CLI::App* describe_cmd =
+      topics_cmd->add_subcommand("describe", "Partitions, offsets and sizes of a topic");
   describe_cmd->add_option("name", topics.name, "Topic name")->required();
   add_data_dir(describe_cmd);
 
   BenchArgs bench;
-  CLI::App* bench_cmd = app.add_subcommand("bench", "Benchmarks (figures, checked for correctness)");
+  CLI::App* bench_cmd =
+      app.add_subcommand("bench", "Benchmarks (figures, checked for correctness)");
   bench_cmd->require_subcommand(1);
-  CLI::App* bench_log = bench_cmd->add_subcommand("log", "Durable appends with group commit, then replay");
+  CLI::App* bench_log =
+      bench_cmd->add_subcommand("log", "Durable appends with group commit, then replay");
   bench_log->add_option("--records", bench.records, "Records")->capture_default_str();
-  bench_log->add_option("--partitions", bench.partitions, "Partitions (one producer thread each)")->capture_default_str();
-  bench_log->add_option("--value-bytes", bench.value_bytes, "Record size in bytes")->capture_default_str();
+  bench_log->add_option("--partitions", bench.partitions, "Partitions (one producer thread each)")
+      ->capture_default_str();
+  bench_log->add_option("--value-bytes", bench.value_bytes, "Record size in bytes")
+      ->capture_default_str();
   bench_log->add_option("--fsync", bench.fsync, "group, always, never")->capture_default_str();
   bench_log->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
   CLI::App* bench_pipeline = bench_cmd->add_subcommand(
       "pipeline", "Running count per key over the generator, checkpoints on");
   bench_pipeline->add_option("--events", bench.records, "Events")->capture_default_str();
   bench_pipeline->add_option("--users", bench.users, "Distinct keys")->capture_default_str();
-  bench_pipeline->add_option("--partitions", bench.partitions, "Generator partitions (tasks)")->capture_default_str();
+  bench_pipeline->add_option("--partitions", bench.partitions, "Generator partitions (tasks)")
+      ->capture_default_str();
   bench_pipeline->add_option("--keys", bench.keys, "Key access: uniform or sessions")
       ->check(CLI::IsMember({"uniform", "sessions"}))
       ->capture_default_str();
-  bench_pipeline->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
+  bench_pipeline->add_option("--data-dir", bench.data_dir,
+                             "Where (default: a temporary directory)");
 
   CLI11_PARSE(app, argc, argv);
 

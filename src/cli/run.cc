@@ -34,7 +34,9 @@ int Run(const RunArgs& args) {
   overrides.data_dir = args.data_dir;
   overrides.workers = args.workers;
   if (!args.quiet) {
-    overrides.on_progress = [](const std::string& line) { std::fprintf(stderr, "weir: %s\n", line.c_str()); };
+    overrides.on_progress = [](const std::string& line) {
+      std::fprintf(stderr, "weir: %s\n", line.c_str());
+    };
   }
   auto app = app::LoadPipelineFile(args.pipeline, overrides);
   if (!app.ok()) return Fail(app.status());
@@ -50,7 +52,8 @@ int Run(const RunArgs& args) {
                "weir: %s %s: %lld records in, %lld out, %lld dead letters, %lld checkpoints, "
                "%.2f s\n",
                running->options().name.c_str(), summary->completed ? "completed" : "stopped",
-               static_cast<long long>(summary->records_in), static_cast<long long>(summary->records_out),
+               static_cast<long long>(summary->records_in),
+               static_cast<long long>(summary->records_out),
                static_cast<long long>(summary->dead_letters),
                static_cast<long long>(summary->checkpoints), summary->wall_seconds);
   return 0;

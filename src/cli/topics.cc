@@ -90,15 +90,16 @@ int Produce(const ProduceArgs& args) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     auto record = dataflow::DecodeJsonRecord(line, extraction, Key(), EventTime(now));
     if (!record.ok()) {
-      Value dl = dataflow::MakeDeadLetterValue(record.status().message(), "stdin",
-                                               Value::MakeObject({{"line", Value(line_number)}}), line);
+      Value dl =
+          dataflow::MakeDeadLetterValue(record.status().message(), "stdin",
+                                        Value::MakeObject({{"line", Value(line_number)}}), line);
       dead_letters.Add(EventTime(now), Key(), dl);
       ++dead;
       continue;
     }
     // The exact line is what is stored: subscribers get the JSON that was published.
-    batches[topic->PartitionFor(record->key).value()].AddRaw(
-        record->timestamp, record->key.serde(), record->key.bytes(), line);
+    batches[topic->PartitionFor(record->key).value()].AddRaw(record->timestamp, record->key.serde(),
+                                                             record->key.bytes(), line);
     if (++produced % 4096 == 0) {
       status = flush();
       if (!status.ok()) break;
@@ -108,7 +109,8 @@ int Produce(const ProduceArgs& args) {
   if (status.ok() && !dead_letters.empty()) {
     log::TopicConfig config;
     auto dlq = log.GetOrCreateTopic(DeadLetterTopicOf(args.topic), config);
-    status = dlq.ok() ? (*dlq)->partition(PartitionId(0)).Append(dead_letters).status() : dlq.status();
+    status =
+        dlq.ok() ? (*dlq)->partition(PartitionId(0)).Append(dead_letters).status() : dlq.status();
   }
   if (status.ok()) status = log.FlushAll();
   if (!status.ok()) return Fail(status.WithContext("producing to " + args.topic));
@@ -156,14 +158,14 @@ int Consume(const ConsumeArgs& args) {
                                             args.from + "'"));
       }
       if (Offset(offset) < partition.FirstOffset()) {
-        return Fail(Status::OutOfRange(
-            "offset " + args.from + " of " + args.topic + "/" + std::to_string(p) +
-            " was removed by retention; the first retained is " +
-            std::to_string(partition.FirstOffset().value())));
+        return Fail(Status::OutOfRange("offset " + args.from + " of " + args.topic + "/" +
+                                       std::to_string(p) +
+                                       " was removed by retention; the first retained is " +
+                                       std::to_string(partition.FirstOffset().value())));
       }
       if (Offset(offset) > partition.NextOffset()) {
-        return Fail(Status::OutOfRange("offset " + args.from + " is beyond the end of " + args.topic +
-                                       "/" + std::to_string(p) + " (next offset " +
+        return Fail(Status::OutOfRange("offset " + args.from + " is beyond the end of " +
+                                       args.topic + "/" + std::to_string(p) + " (next offset " +
                                        std::to_string(partition.NextOffset().value()) + ")"));
       }
       start = Offset(offset);
@@ -230,8 +232,9 @@ int TopicsDescribe(const TopicArgs& args) {
               args.name.c_str(), topic->num_partitions(),
               c.retention_bytes < 0 ? "unlimited bytes"
                                     : (std::to_string(c.retention_bytes) + " bytes").c_str(),
-              c.retention_age.count() < 0 ? "unlimited age"
-                                          : (std::to_string(c.retention_age.count()) + " ms").c_str(),
+              c.retention_age.count() < 0
+                  ? "unlimited age"
+                  : (std::to_string(c.retention_age.count()) + " ms").c_str(),
               static_cast<long long>(c.segment_bytes),
               topic->owner().empty() ? "" : (", written by pipeline " + topic->owner()).c_str());
   std::printf("%-10s %15s %15s %15s\n", "partition", "first offset", "next offset", "bytes");

@@ -6,11 +6,16 @@ namespace weir {
 
 std::string_view KeySerdeName(KeySerde serde) {
   switch (serde) {
-    case KeySerde::kNull: return "null";
-    case KeySerde::kString: return "string";
-    case KeySerde::kInt: return "int";
-    case KeySerde::kJson: return "json";
-    case KeySerde::kBytes: return "bytes";
+    case KeySerde::kNull:
+      return "null";
+    case KeySerde::kString:
+      return "string";
+    case KeySerde::kInt:
+      return "int";
+    case KeySerde::kJson:
+      return "json";
+    case KeySerde::kBytes:
+      return "bytes";
   }
   return "unknown";
 }
@@ -32,7 +37,8 @@ Key Key::Int(int64_t v) {
 
 Result<Key> Key::FromBytes(KeySerde serde, std::string_view bytes) {
   if (serde == KeySerde::kInt && bytes.size() != 8) {
-    return Status::InvalidArgument("int key must be 8 bytes, found " + std::to_string(bytes.size()));
+    return Status::InvalidArgument("int key must be 8 bytes, found " +
+                                   std::to_string(bytes.size()));
   }
   if (serde == KeySerde::kNull && !bytes.empty()) {
     return Status::InvalidArgument("null key with bytes");
@@ -71,24 +77,35 @@ int64_t Key::AsInt() const {
 
 void Key::AppendJson(std::string& out) const {
   switch (serde_) {
-    case KeySerde::kNull: out.append("null"); return;
-    case KeySerde::kInt: out.append(std::to_string(AsInt())); return;
-    case KeySerde::kJson: out.append(bytes_); return;
+    case KeySerde::kNull:
+      out.append("null");
+      return;
+    case KeySerde::kInt:
+      out.append(std::to_string(AsInt()));
+      return;
+    case KeySerde::kJson:
+      out.append(bytes_);
+      return;
     case KeySerde::kString:
-    case KeySerde::kBytes: AppendJsonString(out, bytes_); return;
+    case KeySerde::kBytes:
+      AppendJsonString(out, bytes_);
+      return;
   }
 }
 
 Value Key::ToValue() const {
   switch (serde_) {
-    case KeySerde::kNull: return Value();
-    case KeySerde::kInt: return Value(AsInt());
+    case KeySerde::kNull:
+      return Value();
+    case KeySerde::kInt:
+      return Value(AsInt());
     case KeySerde::kJson: {
       auto parsed = Value::Parse(bytes_);
       return parsed.ok() ? std::move(parsed).value() : Value(bytes_);
     }
     case KeySerde::kString:
-    case KeySerde::kBytes: return Value(bytes_);
+    case KeySerde::kBytes:
+      return Value(bytes_);
   }
   return Value();
 }

@@ -66,9 +66,12 @@ Result<Value> ReadBinaryAt(std::string_view& in, int depth) {
   in.remove_prefix(1);
   uint64_t n;
   switch (tag) {
-    case kTagNull: return Value();
-    case kTagFalse: return Value(false);
-    case kTagTrue: return Value(true);
+    case kTagNull:
+      return Value();
+    case kTagFalse:
+      return Value(false);
+    case kTagTrue:
+      return Value(true);
     case kTagInt:
       if (!coding::GetVarint64(in, n)) return Status::Corruption("value: bad int");
       return Value(coding::UnZigZag(n));
@@ -84,7 +87,8 @@ Result<Value> ReadBinaryAt(std::string_view& in, int depth) {
       return Value(s);
     }
     case kTagArray: {
-      if (!coding::GetVarint64(in, n) || n > in.size()) return Status::Corruption("value: bad array");
+      if (!coding::GetVarint64(in, n) || n > in.size())
+        return Status::Corruption("value: bad array");
       Value::Array a;
       a.reserve(n);
       for (uint64_t i = 0; i < n; ++i) {
@@ -94,7 +98,8 @@ Result<Value> ReadBinaryAt(std::string_view& in, int depth) {
       return Value(std::move(a));
     }
     case kTagObject: {
-      if (!coding::GetVarint64(in, n) || n > in.size()) return Status::Corruption("value: bad object");
+      if (!coding::GetVarint64(in, n) || n > in.size())
+        return Status::Corruption("value: bad object");
       Value::Object o;
       o.reserve(n);
       for (uint64_t i = 0; i < n; ++i) {
@@ -116,20 +121,28 @@ Result<Value> Value::Parse(std::string_view json) {
   thread_local simdjson::dom::parser parser;
   simdjson::dom::element root;
   auto error = parser.parse(json.data(), json.size()).get(root);
-  if (error) return Status::InvalidArgument(std::string("malformed JSON: ") +
-                                            simdjson::error_message(error));
+  if (error)
+    return Status::InvalidArgument(std::string("malformed JSON: ") +
+                                   simdjson::error_message(error));
   return FromDom(root);
 }
 
 std::string_view Value::TypeName() const {
   switch (type()) {
-    case Type::kNull: return "null";
-    case Type::kBool: return "bool";
-    case Type::kInt: return "integer";
-    case Type::kDouble: return "number";
-    case Type::kString: return "string";
-    case Type::kArray: return "array";
-    case Type::kObject: return "object";
+    case Type::kNull:
+      return "null";
+    case Type::kBool:
+      return "bool";
+    case Type::kInt:
+      return "integer";
+    case Type::kDouble:
+      return "number";
+    case Type::kString:
+      return "string";
+    case Type::kArray:
+      return "array";
+    case Type::kObject:
+      return "object";
   }
   return "unknown";
 }
@@ -184,13 +197,27 @@ void AppendJsonString(std::string& out, std::string_view s) {
     out.append(s.data() + run_start, i - run_start);
     run_start = i + 1;
     switch (c) {
-      case '"': out.append("\\\""); break;
-      case '\\': out.append("\\\\"); break;
-      case '\n': out.append("\\n"); break;
-      case '\r': out.append("\\r"); break;
-      case '\t': out.append("\\t"); break;
-      case '\b': out.append("\\b"); break;
-      case '\f': out.append("\\f"); break;
+      case '"':
+        out.append("\\\"");
+        break;
+      case '\\':
+        out.append("\\\\");
+        break;
+      case '\n':
+        out.append("\\n");
+        break;
+      case '\r':
+        out.append("\\r");
+        break;
+      case '\t':
+        out.append("\\t");
+        break;
+      case '\b':
+        out.append("\\b");
+        break;
+      case '\f':
+        out.append("\\f");
+        break;
       default: {
         char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xf]};
         out.append(esc, 6);

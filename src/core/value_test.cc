@@ -8,7 +8,8 @@ namespace weir {
 namespace {
 
 TEST(Value, ParsesEveryJsonType) {
-  auto v = Value::Parse(R"({"n":null,"t":true,"f":false,"i":-42,"d":1.5,"s":"x","a":[1,"b"],"o":{"k":1}})");
+  auto v = Value::Parse(
+      R"({"n":null,"t":true,"f":false,"i":-42,"d":1.5,"s":"x","a":[1,"b"],"o":{"k":1}})");
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_TRUE(v->Find("n")->is_null());
   EXPECT_TRUE(v->Find("t")->as_bool());
@@ -69,10 +70,15 @@ TEST(Value, SetReplacesOrAppendsMembers) {
 
 Value RandomValue(std::mt19937_64& rng, int depth) {
   switch (rng() % (depth > 3 ? 5 : 7)) {
-    case 0: return Value();
-    case 1: return Value(rng() % 2 == 0);
-    case 2: return Value(static_cast<int64_t>(rng()));
-    case 3: return Value(std::ldexp(static_cast<double>(rng() % 1000000), static_cast<int>(rng() % 40) - 20));
+    case 0:
+      return Value();
+    case 1:
+      return Value(rng() % 2 == 0);
+    case 2:
+      return Value(static_cast<int64_t>(rng()));
+    case 3:
+      return Value(
+          std::ldexp(static_cast<double>(rng() % 1000000), static_cast<int>(rng() % 40) - 20));
     case 4: {
       std::string s;
       for (size_t n = rng() % 12; n > 0; --n) s.push_back(static_cast<char>(rng() % 128));

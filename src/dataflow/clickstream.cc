@@ -25,10 +25,11 @@ std::string UserName(int64_t id) {
 
 // Pages by popularity: the head of the list is visited most (weights fall off like Zipf's).
 constexpr std::array<std::string_view, 16> kPages = {
-    "/",           "/products/1", "/search",      "/products/2", "/products/3", "/cart",
-    "/products/4", "/deals",      "/products/5",  "/checkout",   "/products/6", "/account",
-    "/products/7", "/help",       "/products/8",  "/about"};
-constexpr std::array<std::string_view, 8> kCountries = {"US", "DE", "FR", "GB", "IN", "BR", "JP", "ES"};
+    "/",           "/products/1", "/search",     "/products/2", "/products/3", "/cart",
+    "/products/4", "/deals",      "/products/5", "/checkout",   "/products/6", "/account",
+    "/products/7", "/help",       "/products/8", "/about"};
+constexpr std::array<std::string_view, 8> kCountries = {"US", "DE", "FR", "GB",
+                                                        "IN", "BR", "JP", "ES"};
 
 std::string_view PickPage(uint64_t draw) {
   // P(rank k) proportional to 1/(k+1): cumulative weights scaled to 1000.
@@ -64,16 +65,18 @@ ClickstreamModel::ClickstreamModel(const GeneratorOptions& options) : options_(o
   }
   double per_partition_rate = std::max(1e-9, options_.events_per_second) / partitions;
   int64_t smallest = static_cast<int64_t>(users_by_partition_[0].size());
-  for (const auto& users : users_by_partition_) smallest = std::min<int64_t>(smallest, users.size());
+  for (const auto& users : users_by_partition_)
+    smallest = std::min<int64_t>(smallest, users.size());
   // About one event every 8 s per active user, at most active_fraction of the users active at
   // once; a user stays active about 4 periods (and, at the default fifth, quiet for 16).
-  int64_t most_active = std::max<int64_t>(1, static_cast<int64_t>(
-                                                 static_cast<double>(smallest) * options_.active_fraction));
+  int64_t most_active = std::max<int64_t>(
+      1, static_cast<int64_t>(static_cast<double>(smallest) * options_.active_fraction));
   int64_t largest = 0;
   for (const auto& users : users_by_partition_) largest = std::max<int64_t>(largest, users.size());
-  active_window_ = options_.active_fraction >= 1
-                       ? largest  // capped at each partition's size when drawing
-                       : std::clamp<int64_t>(static_cast<int64_t>(per_partition_rate * 8), 1, most_active);
+  active_window_ =
+      options_.active_fraction >= 1
+          ? largest  // capped at each partition's size when drawing
+          : std::clamp<int64_t>(static_cast<int64_t>(per_partition_rate * 8), 1, most_active);
   window_step_ = std::max<int64_t>(1, active_window_ / 4);
 }
 
@@ -89,9 +92,9 @@ Record ClickstreamModel::EventAt(PartitionId p, int64_t sequence) const {
   auto draw = [&state] { return state = Mix(state); };
 
   int64_t global_sequence = sequence * options_.partitions + p.value();
-  int64_t on_time = options_.start_time_ms +
-                    static_cast<int64_t>(static_cast<double>(global_sequence) * 1000.0 /
-                                         options_.events_per_second);
+  int64_t on_time =
+      options_.start_time_ms + static_cast<int64_t>(static_cast<double>(global_sequence) * 1000.0 /
+                                                    options_.events_per_second);
   int64_t ts = on_time;
   uint64_t late_draw = draw();
   if (options_.max_out_of_order_ms > 0 && late_draw % 100 < 5) {

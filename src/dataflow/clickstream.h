@@ -40,8 +40,8 @@ class ClickstreamModel {
   // The ids of each partition's users (names are formatted per event: cheaper than the cache
   // miss of looking a stored name up when any of 100k users may come next).
   std::vector<std::vector<int32_t>> users_by_partition_;
-  int64_t active_window_;      // users active at once, per partition
-  int64_t window_step_;        // how far the active window slides per period
+  int64_t active_window_;  // users active at once, per partition
+  int64_t window_step_;    // how far the active window slides per period
   static constexpr int64_t kPeriodMs = 60'000;
 };
 

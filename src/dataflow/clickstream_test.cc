@@ -43,7 +43,8 @@ TEST(Clickstream, EventCountsSplitAcrossPartitions) {
   GeneratorOptions o = Options(3);
   o.events = 10;
   ClickstreamModel m(o);
-  EXPECT_EQ(m.EventsIn(PartitionId(0)) + m.EventsIn(PartitionId(1)) + m.EventsIn(PartitionId(2)), 10);
+  EXPECT_EQ(m.EventsIn(PartitionId(0)) + m.EventsIn(PartitionId(1)) + m.EventsIn(PartitionId(2)),
+            10);
   EXPECT_EQ(m.EventsIn(PartitionId(0)), 4);
 }
 

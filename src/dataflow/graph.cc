@@ -6,19 +6,32 @@ namespace weir::dataflow {
 
 std::string_view StepKindName(StepKind kind) {
   switch (kind) {
-    case StepKind::kFileSource: return "file-source";
-    case StepKind::kTopicSource: return "topic-source";
-    case StepKind::kGeneratorSource: return "generator";
-    case StepKind::kMap: return "map";
-    case StepKind::kFilter: return "filter";
-    case StepKind::kFlatMap: return "flat-map";
-    case StepKind::kApply: return "apply";
-    case StepKind::kUpdate: return "update";
-    case StepKind::kGroupBy: return "group-by";
-    case StepKind::kAggregate: return "aggregate";
-    case StepKind::kTopicSink: return "to-topic";
-    case StepKind::kFileSink: return "to-file";
-    case StepKind::kStdoutSink: return "to-stdout";
+    case StepKind::kFileSource:
+      return "file-source";
+    case StepKind::kTopicSource:
+      return "topic-source";
+    case StepKind::kGeneratorSource:
+      return "generator";
+    case StepKind::kMap:
+      return "map";
+    case StepKind::kFilter:
+      return "filter";
+    case StepKind::kFlatMap:
+      return "flat-map";
+    case StepKind::kApply:
+      return "apply";
+    case StepKind::kUpdate:
+      return "update";
+    case StepKind::kGroupBy:
+      return "group-by";
+    case StepKind::kAggregate:
+      return "aggregate";
+    case StepKind::kTopicSink:
+      return "to-topic";
+    case StepKind::kFileSink:
+      return "to-file";
+    case StepKind::kStdoutSink:
+      return "to-stdout";
   }
   return "unknown";
 }
@@ -38,7 +51,8 @@ bool IsStateful(StepKind kind) {
 }
 
 std::string Step::Describe() const {
-  std::string d = std::string(StepKindName(kind)) + " " + name + " parent=" + std::to_string(parent);
+  std::string d =
+      std::string(StepKindName(kind)) + " " + name + " parent=" + std::to_string(parent);
   switch (kind) {
     case StepKind::kFileSource:
       d += " key=" + file_source.key.field + ":" + std::string(KeySerdeName(file_source.key.type)) +
@@ -76,7 +90,8 @@ std::string Step::Describe() const {
 
 int Graph::Add(Step step) {
   int id = static_cast<int>(steps.size());
-  if (step.name.empty()) step.name = std::string(StepKindName(step.kind)) + "-" + std::to_string(id);
+  if (step.name.empty())
+    step.name = std::string(StepKindName(step.kind)) + "-" + std::to_string(id);
   if (step.parent >= 0) {
     if (IsSink(steps[step.parent].kind)) {
       Fail("step '" + step.name + "' follows sink '" + steps[step.parent].name +

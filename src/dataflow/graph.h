@@ -45,8 +45,8 @@ struct GroupBySpec {
 
 struct Step {
   StepKind kind;
-  std::string name;        // user-given or "<kind>-<index>"; unique in the graph
-  int parent = -1;         // -1 for sources
+  std::string name;  // user-given or "<kind>-<index>"; unique in the graph
+  int parent = -1;   // -1 for sources
   std::vector<int> children;
 
   // The payload of the kind (only the member matching `kind` is set).

@@ -25,8 +25,8 @@ Result<Key> ExtractKey(const Value& value, const KeySpec& spec) {
   return Key::FromField(*field, spec.type, spec.field);
 }
 
-Result<Record> DecodeJsonRecord(std::string_view json, const RecordExtraction& extraction,
-                                Key key, EventTime timestamp) {
+Result<Record> DecodeJsonRecord(std::string_view json, const RecordExtraction& extraction, Key key,
+                                EventTime timestamp) {
   WEIR_ASSIGN_OR_RETURN(Value value, Value::Parse(json));
   if (!extraction.key.field.empty()) {
     WEIR_ASSIGN_OR_RETURN(key, ExtractKey(value, extraction.key));
@@ -64,9 +64,8 @@ std::string Base64(std::string_view bytes) {
 
 Value MakeDeadLetterValue(std::string_view reason, std::string_view source, Value position,
                           std::string_view raw) {
-  Value v = Value::MakeObject({{"reason", Value(reason)},
-                               {"source", Value(source)},
-                               {"position", std::move(position)}});
+  Value v = Value::MakeObject(
+      {{"reason", Value(reason)}, {"source", Value(source)}, {"position", std::move(position)}});
   if (IsValidUtf8(raw)) {
     v.Set("raw", Value(raw));
   } else {

@@ -26,8 +26,8 @@ Result<Key> ExtractKey(const Value& value, const KeySpec& spec);
 // Parses `json` and extracts its key and timestamp; `key` and `timestamp` are what the record
 // gets when the extraction does not name a field. kInvalidArgument with the reason (malformed
 // JSON, missing/mistyped field) for the dead-letter topic.
-Result<Record> DecodeJsonRecord(std::string_view json, const RecordExtraction& extraction,
-                                Key key, EventTime timestamp);
+Result<Record> DecodeJsonRecord(std::string_view json, const RecordExtraction& extraction, Key key,
+                                EventTime timestamp);
 
 // The value of a dead-letter record:
 // {"reason": ..., "source": ..., "position": ..., "raw": "<bytes>"} (or "raw_base64" when the

@@ -42,7 +42,9 @@ const Value* StepState::Get(std::string_view name) {
   return *v;
 }
 
-void StepState::Set(std::string_view name, Value value) { store_->Put(StateKey(name), std::move(value)); }
+void StepState::Set(std::string_view name, Value value) {
+  store_->Put(StateKey(name), std::move(value));
+}
 
 void StepState::Delete(std::string_view name) { store_->Delete(StateKey(name)); }
 
@@ -212,20 +214,26 @@ class LineSinkOperator : public Operator {
 std::unique_ptr<Operator> MakeOperator(const Step& step, std::string_view application,
                                        TaskContext& ctx) {
   switch (step.kind) {
-    case StepKind::kMap: return std::make_unique<MapOperator>(step);
-    case StepKind::kFilter: return std::make_unique<FilterOperator>(step);
-    case StepKind::kFlatMap: return std::make_unique<FlatMapOperator>(step);
+    case StepKind::kMap:
+      return std::make_unique<MapOperator>(step);
+    case StepKind::kFilter:
+      return std::make_unique<FilterOperator>(step);
+    case StepKind::kFlatMap:
+      return std::make_unique<FlatMapOperator>(step);
     case StepKind::kApply:
-    case StepKind::kUpdate: return std::make_unique<StatefulFunctionOperator>(step, ctx);
+    case StepKind::kUpdate:
+      return std::make_unique<StatefulFunctionOperator>(step, ctx);
     case StepKind::kGroupBy:
       return std::make_unique<GroupByOperator>(
           step, ctx, ctx.TopicOutput(RepartitionTopicName(application, step.name)));
-    case StepKind::kAggregate: return std::make_unique<AggregateOperator>(step, ctx);
+    case StepKind::kAggregate:
+      return std::make_unique<AggregateOperator>(step, ctx);
     case StepKind::kTopicSink:
       return std::make_unique<TopicSinkOperator>(ctx.TopicOutput(step.topic_sink.topic));
     case StepKind::kFileSink:
       return std::make_unique<LineSinkOperator>(ctx.FileOutput(step.file_sink_path));
-    case StepKind::kStdoutSink: return std::make_unique<LineSinkOperator>(ctx.StdoutOutput());
+    case StepKind::kStdoutSink:
+      return std::make_unique<LineSinkOperator>(ctx.StdoutOutput());
     case StepKind::kFileSource:
     case StepKind::kTopicSource:
     case StepKind::kGeneratorSource:

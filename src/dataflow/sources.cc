@@ -225,8 +225,8 @@ class TopicSource : public Source {
   Result<Record> Decode(const log::StoredRecord& stored) {
     WEIR_ASSIGN_OR_RETURN(Key key, stored.DecodeKey());
     WEIR_ASSIGN_OR_RETURN(std::vector<Header> headers, stored.DecodeHeaders());
-    WEIR_ASSIGN_OR_RETURN(Record record,
-                          DecodeJsonRecord(stored.value, extraction_, std::move(key), stored.timestamp));
+    WEIR_ASSIGN_OR_RETURN(Record record, DecodeJsonRecord(stored.value, extraction_, std::move(key),
+                                                          stored.timestamp));
     record.headers = std::move(headers);
     return record;
   }
@@ -300,7 +300,8 @@ Result<std::unique_ptr<Source>> OpenFileSource(const FileSourceOptions& options)
   return std::unique_ptr<Source>(new FileSource(options, fd));
 }
 
-Result<std::unique_ptr<Source>> OpenTopicSource(log::LogStore& log, const TopicSourceOptions& options,
+Result<std::unique_ptr<Source>> OpenTopicSource(log::LogStore& log,
+                                                const TopicSourceOptions& options,
                                                 PartitionId partition,
                                                 const std::atomic<bool>* end_of_input) {
   WEIR_ASSIGN_OR_RETURN(log::Topic * topic, log.GetTopic(options.topic));

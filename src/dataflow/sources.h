@@ -74,7 +74,8 @@ Result<std::unique_ptr<Source>> OpenFileSource(const FileSourceOptions& options)
 // One partition of a topic of the embedded log. `end_of_input`, if given, says when a
 // repartition topic's producers have all finished and published: the source then ends once it
 // has read everything visible.
-Result<std::unique_ptr<Source>> OpenTopicSource(log::LogStore& log, const TopicSourceOptions& options,
+Result<std::unique_ptr<Source>> OpenTopicSource(log::LogStore& log,
+                                                const TopicSourceOptions& options,
                                                 PartitionId partition,
                                                 const std::atomic<bool>* end_of_input = nullptr);
 

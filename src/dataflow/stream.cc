@@ -64,7 +64,8 @@ Stream Stream::Aggregate(std::vector<std::pair<std::string, AggregatorPtr>> aggr
                          std::string name) {
   if (aggregations.empty()) graph_->Fail("Aggregate needs at least one aggregation");
   for (const auto& [agg_name, agg] : aggregations) {
-    if (agg_name.empty() || agg == nullptr) graph_->Fail("Aggregate needs a name and an aggregator");
+    if (agg_name.empty() || agg == nullptr)
+      graph_->Fail("Aggregate needs a name and an aggregator");
   }
   dataflow::Step s = StepAfter(node_, dataflow::StepKind::kAggregate, std::move(name));
   s.aggregations = std::move(aggregations);

@@ -70,9 +70,9 @@ Result<FsyncPolicy> ParseFsyncPolicy(std::string_view name);
 
 struct TopicConfig {
   int32_t partitions = 1;
-  int64_t retention_bytes = -1;                       // per partition; -1 keeps everything
-  std::chrono::milliseconds retention_age{-1};        // by append time; -1 keeps everything
-  int64_t segment_bytes = 128 << 20;                  // a new segment after this many bytes
+  int64_t retention_bytes = -1;                 // per partition; -1 keeps everything
+  std::chrono::milliseconds retention_age{-1};  // by append time; -1 keeps everything
+  int64_t segment_bytes = 128 << 20;            // a new segment after this many bytes
   // Checks partitions >= 1 (<= 10000), segment_bytes >= 4096; names the offending field.
   Status Validate() const;
 };
@@ -111,8 +111,8 @@ class Partition {
   // Back-pressure: an append to a plain partition waits while 16 MiB (or 4 x
   // group_commit_bytes) are pending. kAlways, and kWaitDurable on a transactional partition,
   // write and fsync in the calling thread.
-  Result<Offset> Append(const RecordBatchBuilder& batch, Durability durability = Durability::kNoWait,
-                        std::string_view owner = {});
+  Result<Offset> Append(const RecordBatchBuilder& batch,
+                        Durability durability = Durability::kNoWait, std::string_view owner = {});
   // Blocks until [.., end) is durable (plain partitions: and visible), or the timeout passes
   // (kUnavailable). Returns at once if already so. The partition's failure if it has failed
   // and [.., end) is not durable (those records are lost). Otherwise kInvalidArgument if `end`

@@ -40,8 +40,8 @@ struct StoredRecord {
   EventTime timestamp;
   KeySerde key_serde = KeySerde::kNull;
   std::string_view key;
-  std::string_view value;     // exactly what was appended (JSON text for Weir's own writers)
-  std::string_view headers;   // encoded; see DecodeHeaders
+  std::string_view value;    // exactly what was appended (JSON text for Weir's own writers)
+  std::string_view headers;  // encoded; see DecodeHeaders
   uint32_t header_count = 0;
 
   // The key as a Key (copies the bytes). kCorruption if the stored key is malformed.
@@ -58,8 +58,8 @@ class RecordBatchBuilder {
   void Add(EventTime timestamp, const Key& key, const Value& value,
            std::span<const Header> headers = {});
   // Encodes one record whose value is already JSON text (or any bytes): stored as is.
-  void AddRaw(EventTime timestamp, KeySerde key_serde, std::string_view key,
-              std::string_view value, std::span<const Header> headers = {});
+  void AddRaw(EventTime timestamp, KeySerde key_serde, std::string_view key, std::string_view value,
+              std::span<const Header> headers = {});
 
   size_t count() const { return count_; }
   size_t bytes() const { return buffer_.size(); }

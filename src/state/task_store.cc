@@ -1,6 +1,5 @@
 #include "state/task_store.h"
 
-
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/filter_policy.h>
@@ -295,9 +294,8 @@ Status KeyValueStore::WriteDirty(rocksdb::Transaction& txn, std::string& buffer)
   // In key order: the memtable is a skiplist, and sorted inserts are several times cheaper than
   // random ones (the memtable's insert hint turns them into appends). The unindexed entries are
   // sorted, then merged with the index.
-  std::sort(
-      unindexed_.begin(), unindexed_.end(),
-      [](const CacheNode* a, const CacheNode* b) { return a->first < b->first; });
+  std::sort(unindexed_.begin(), unindexed_.end(),
+            [](const CacheNode* a, const CacheNode* b) { return a->first < b->first; });
   auto indexed = dirty_index_.begin();
   auto pending = unindexed_.begin();
   rocksdb::Status s;

@@ -62,7 +62,8 @@ class SumAggregator : public FieldAggregator {
   explicit SumAggregator(std::string field) : FieldAggregator("sum", std::move(field)) {}
   Value Initial() const override { return Value(0); }
   void Add(Value& acc, const Value& record_value, EventTime) const override {
-    if (const Value* v = Field(record_value)) acc = AddNumbers(acc.is_number() ? acc : Value(0), *v);
+    if (const Value* v = Field(record_value))
+      acc = AddNumbers(acc.is_number() ? acc : Value(0), *v);
   }
   Value Merge(const Value& a, const Value& b) const override {
     return AddNumbers(a.is_number() ? a : Value(0), b.is_number() ? b : Value(0));

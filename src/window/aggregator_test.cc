@@ -27,7 +27,8 @@ TEST(Aggregator, SumKeepsIntegersExactAndSwitchesToDoubleWhenNeeded) {
 TEST(Aggregator, NullAndMissingFieldsAreSkippedLikeSql) {
   auto sum = agg::Sum("amount");
   auto mean = agg::Mean("amount");
-  std::vector<Value> values = {Amount(4), Amount(Value()), Value::MakeObject({{"other", 1}}), Amount(2)};
+  std::vector<Value> values = {Amount(4), Amount(Value()), Value::MakeObject({{"other", 1}}),
+                               Amount(2)};
   EXPECT_EQ(sum->Result(Fold(*sum, values)), Value(6));
   EXPECT_EQ(mean->Result(Fold(*mean, values)), Value(3.0));
 }
@@ -62,8 +63,9 @@ TEST(Aggregator, StoredNullAccumulatorReaggregatesAndMerges) {
 
 TEST(Aggregator, MinAndMaxOfNothingAreNull) {
   EXPECT_TRUE(agg::Min("x")->Result(agg::Min("x")->Initial()).is_null());
-  EXPECT_EQ(agg::Max("amount")->Result(Fold(*agg::Max("amount"), {Amount(3), Amount(9.5), Amount(-1)})),
-            Value(9.5));
+  EXPECT_EQ(
+      agg::Max("amount")->Result(Fold(*agg::Max("amount"), {Amount(3), Amount(9.5), Amount(-1)})),
+      Value(9.5));
 }
 
 }  // namespace

@@ -29,27 +29,28 @@ void WriteInput(const std::string& path) {
   std::vector<std::string> lines;
   for (int i = 0; i < kRecords; ++i) {
     if (i % 9973 == 5000) lines.push_back(R"({"user": "broken", "ts": )");  // dead letters too
-    lines.push_back(R"({"id":)" + std::to_string(i) + R"(,"user":"u)" + std::to_string(rng() % 500) +
-                    R"(","page":"p)" + std::to_string(rng() % 97) + R"(","ts":)" +
-                    std::to_string(1'700'000'000'000 + i * 10) + "}");
+    lines.push_back(R"({"id":)" + std::to_string(i) + R"(,"user":"u)" +
+                    std::to_string(rng() % 500) + R"(","page":"p)" + std::to_string(rng() % 97) +
+                    R"(","ts":)" + std::to_string(1'700'000'000'000 + i * 10) + "}");
   }
   testing::WriteLines(path, lines);
 }
 
 void WritePipeline(const std::string& path, int rate) {
-  testing::WriteLines(path, {
-      "name: crash-count",
-      "source: {file: input.jsonl, key: user, timestamp: ts" +
-          (rate > 0 ? ", rate: " + std::to_string(rate) : std::string()) + "}",
-      "steps:",
-      "  - group_by: {field: page, partitions: 4}",
-      "  - aggregate: {n: count, last_id: {max: id}}",
-      "sinks:",
-      "  - {topic: crash.counts}",
-      "  - {file: counts.jsonl}",
-      "checkpoint: {interval_ms: 40, records: 7000}",
-      "workers: 2",
-  });
+  testing::WriteLines(path,
+                      {
+                          "name: crash-count",
+                          "source: {file: input.jsonl, key: user, timestamp: ts" +
+                              (rate > 0 ? ", rate: " + std::to_string(rate) : std::string()) + "}",
+                          "steps:",
+                          "  - group_by: {field: page, partitions: 4}",
+                          "  - aggregate: {n: count, last_id: {max: id}}",
+                          "sinks:",
+                          "  - {topic: crash.counts}",
+                          "  - {file: counts.jsonl}",
+                          "checkpoint: {interval_ms: 40, records: 7000}",
+                          "workers: 2",
+                      });
 }
 
 struct Outputs {
@@ -70,8 +71,9 @@ Outputs Collect(const TempDir& dir) {
 }
 
 testing::CommandResult RunToEnd(const TempDir& dir, const std::vector<std::string>& env = {}) {
-  return testing::RunCommand({WEIR_BINARY, "run", dir / "pipeline.yaml", "--data-dir", dir / "data", "-q"},
-                             dir.path().string(), "", env);
+  return testing::RunCommand(
+      {WEIR_BINARY, "run", dir / "pipeline.yaml", "--data-dir", dir / "data", "-q"},
+      dir.path().string(), "", env);
 }
 
 TEST(CrashTest, KilledAtRandomAndAtEveryCheckpointPhaseTheOutputsEqualAnUninterruptedRun) {
@@ -90,17 +92,19 @@ TEST(CrashTest, KilledAtRandomAndAtEveryCheckpointPhaseTheOutputsEqualAnUninterr
   WriteInput(crashed / "input.jsonl");
   WritePipeline(crashed / "pipeline.yaml", 25'000);  // about 4 s of input per run
   std::mt19937 rng(std::random_device{}());
-  const std::vector<std::string> phases = {"checkpoint.before_prepare", "checkpoint.before_manifest",
-                                           "checkpoint.after_manifest"};
+  const std::vector<std::string> phases = {
+      "checkpoint.before_prepare", "checkpoint.before_manifest", "checkpoint.after_manifest"};
   int killed = 0, completed_early = 0;
   for (int k = 0; k < kills; ++k) {
     std::vector<std::string> env;
     bool at_phase = k % 3 == 2;  // every third kill lands inside the checkpoint protocol
     if (at_phase) {
-      env.push_back("WEIR_FAULT=" + phases[(k / 3) % phases.size()] + ":" + std::to_string(1 + rng() % 20));
+      env.push_back("WEIR_FAULT=" + phases[(k / 3) % phases.size()] + ":" +
+                    std::to_string(1 + rng() % 20));
     }
-    Subprocess run({WEIR_BINARY, "run", crashed / "pipeline.yaml", "--data-dir", crashed / "data", "-q"},
-                   crashed.path().string(), "", env);
+    Subprocess run(
+        {WEIR_BINARY, "run", crashed / "pipeline.yaml", "--data-dir", crashed / "data", "-q"},
+        crashed.path().string(), "", env);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(50 + rng() % 700);
     while (std::chrono::steady_clock::now() < deadline && !run.Done()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -126,8 +130,8 @@ TEST(CrashTest, KilledAtRandomAndAtEveryCheckpointPhaseTheOutputsEqualAnUninterr
     ASSERT_EQ(got.topic[i].offset, want.topic[i].offset) << i;
     ASSERT_EQ(got.topic[i].key_json, want.topic[i].key_json) << i;
     ASSERT_EQ(got.topic[i].timestamp, want.topic[i].timestamp) << i;
-    ASSERT_EQ(got.topic[i].value, want.topic[i].value) << i << ": " << got.topic[i].value.ToJson()
-                                                     << " vs " << want.topic[i].value.ToJson();
+    ASSERT_EQ(got.topic[i].value, want.topic[i].value)
+        << i << ": " << got.topic[i].value.ToJson() << " vs " << want.topic[i].value.ToJson();
   }
   // The file: four tasks append to it, so lines interleave differently; as a multiset, equal.
   EXPECT_EQ(got.file_lines.size(), want.file_lines.size());

@@ -1,8 +1,7 @@
 // End-to-end tests of the `weir` binary: what a user types, what they see.
+#include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <fstream>
@@ -38,10 +37,18 @@ std::vector<std::string> Lines(const std::string& text) {
 }
 
 TEST_F(Cli, EveryCommandHasHelp) {
-  for (std::vector<std::string> cmd :
-       {std::vector<std::string>{}, {"run"}, {"demo"}, {"produce"}, {"consume"}, {"topics"},
-        {"topics", "create"}, {"topics", "list"}, {"topics", "describe"}, {"bench"},
-        {"bench", "log"}, {"bench", "pipeline"}}) {
+  for (std::vector<std::string> cmd : {std::vector<std::string>{},
+                                       {"run"},
+                                       {"demo"},
+                                       {"produce"},
+                                       {"consume"},
+                                       {"topics"},
+                                       {"topics", "create"},
+                                       {"topics", "list"},
+                                       {"topics", "describe"},
+                                       {"bench"},
+                                       {"bench", "log"},
+                                       {"bench", "pipeline"}}) {
     cmd.push_back("--help");
     CommandResult r = Weir(cmd);
     EXPECT_EQ(r.exit_code, 0) << cmd.front();
@@ -50,7 +57,8 @@ TEST_F(Cli, EveryCommandHasHelp) {
 }
 
 TEST_F(Cli, ProducedLinesComeBackExactlyOnTheirKafkaPartitions) {
-  ASSERT_EQ(Weir({"topics", "create", "clicks", "--partitions", "3", "--data-dir", data()}).exit_code, 0);
+  ASSERT_EQ(
+      Weir({"topics", "create", "clicks", "--partitions", "3", "--data-dir", data()}).exit_code, 0);
   std::string input;
   std::vector<std::string> sent;
   for (int i = 0; i < 300; ++i) {
@@ -58,8 +66,9 @@ TEST_F(Cli, ProducedLinesComeBackExactlyOnTheirKafkaPartitions) {
                    std::to_string(1000 + i) + R"(, "note": "spaces kept"})");
     input += sent.back() + "\n";
   }
-  CommandResult produced = Weir({"produce", "clicks", "--key-field", "user", "--timestamp-field",
-                                 "ts", "--data-dir", data()}, input);
+  CommandResult produced = Weir(
+      {"produce", "clicks", "--key-field", "user", "--timestamp-field", "ts", "--data-dir", data()},
+      input);
   ASSERT_EQ(produced.exit_code, 0) << produced.err;
   EXPECT_NE(produced.err.find("produced 300 records to clicks"), std::string::npos);
 
@@ -78,8 +87,8 @@ TEST_F(Cli, ProducedLinesComeBackExactlyOnTheirKafkaPartitions) {
   }
   EXPECT_EQ(got, std::multiset<std::string>(sent.begin(), sent.end()));
 
-  CommandResult one = Weir({"consume", "clicks", "--partition", "1", "--from", "2", "--max", "1",
-                            "--data-dir", data()});
+  CommandResult one = Weir(
+      {"consume", "clicks", "--partition", "1", "--from", "2", "--max", "1", "--data-dir", data()});
   ASSERT_EQ(one.exit_code, 0);
   ASSERT_EQ(Lines(one.out).size(), 1u);
   EXPECT_NE(one.out.find(R"("partition":1,"offset":2)"), std::string::npos) << one.out;
@@ -92,7 +101,8 @@ TEST_F(Cli, MalformedProducedLinesGoToTheTopicsDeadLetterTopic) {
                          "{\"id\": 1, \"ts\": 5}\n{oops\n{\"id\": \"x\", \"ts\": 5}\n{\"id\": 2}\n"
                          "{\"id\": 3, \"ts\": 6}\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("produced 2 records to t; 3 malformed lines went to t.dlq"), std::string::npos)
+  EXPECT_NE(r.err.find("produced 2 records to t; 3 malformed lines went to t.dlq"),
+            std::string::npos)
       << r.err;
   std::vector<std::string> dead = Lines(Weir({"consume", "t.dlq", "--data-dir", data()}).out);
   ASSERT_EQ(dead.size(), 3u);
@@ -136,28 +146,32 @@ TEST_F(Cli, ADataDirectoryInUseIsRefusedNamingTheHolder) {
   CommandResult r = Weir({"produce", "t", "--data-dir", data()}, "{}\n");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("is in use by another process (pid " + std::to_string(follower.pid()) + ")"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   follower.Kill(SIGTERM);
   EXPECT_EQ(follower.Wait().exit_code, 0);
 }
 
 TEST_F(Cli, AYamlErrorNamesThePathAndExitsWithTwo) {
-  testing::WriteLines(dir_ / "p.yaml", {"source: {file: in.jsonl, key: user}", "steps:",
-                                        "  - group_by: {field: page, partitions: many}",
+  testing::WriteLines(dir_ / "p.yaml", {"source: {file: in.jsonl, key: user}",
+                                        "steps:", "  - group_by: {field: page, partitions: many}",
                                         "sink: {stdout: true}"});
   CommandResult r = Weir({"run", dir_ / "p.yaml", "--data-dir", data()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("steps[0].group_by.partitions: expected an integer, found 'many' (line 3"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(Cli, AnUnreadableInputFileIsNamed) {
-  testing::WriteLines(dir_ / "p.yaml", {"source: {file: missing.jsonl, key: user}", "sink: {stdout: true}"});
+  testing::WriteLines(dir_ / "p.yaml",
+                      {"source: {file: missing.jsonl, key: user}", "sink: {stdout: true}"});
   CommandResult r = Weir({"run", dir_ / "p.yaml", "--data-dir", data()});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
   EXPECT_NE(r.err.find("cannot read input file " + (dir_ / "missing.jsonl") + ": No such file"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
 }
 
 // A filesystem of `bytes` at `path` for the length of a test: a tmpfs when we may mount one
@@ -166,7 +180,8 @@ TEST_F(Cli, AnUnreadableInputFileIsNamed) {
 struct SmallDisk {
   SmallDisk(const std::string& path, size_t bytes) : path(path) {
     std::filesystem::create_directories(path);
-    mounted = ::mount("tmpfs", path.c_str(), "tmpfs", 0, ("size=" + std::to_string(bytes)).c_str()) == 0;
+    mounted =
+        ::mount("tmpfs", path.c_str(), "tmpfs", 0, ("size=" + std::to_string(bytes)).c_str()) == 0;
     if (!mounted) limit_argv = {"/usr/bin/prlimit", "--fsize=" + std::to_string(bytes)};
   }
   ~SmallDisk() {
@@ -205,22 +220,26 @@ TEST_F(Cli, AFullDiskIsReportedAndTheLogStaysReadable) {
 TEST_F(Cli, APipelineOnAFullDiskStopsWithTheReasonAndResumesOnceThereIsRoom) {
   std::vector<std::string> input;
   for (int i = 0; i < 40000; ++i) {
-    input.push_back(R"({"user":"u)" + std::to_string(i % 300) + R"(","page":"p)" + std::to_string(i % 41) +
-                    R"(","ts":)" + std::to_string(1000 + i) + R"(,"pad":")" + std::string(80, 'x') + "\"}");
+    input.push_back(R"({"user":"u)" + std::to_string(i % 300) + R"(","page":"p)" +
+                    std::to_string(i % 41) + R"(","ts":)" + std::to_string(1000 + i) +
+                    R"(,"pad":")" + std::string(80, 'x') + "\"}");
   }
   testing::WriteLines(dir_ / "in.jsonl", input);
   auto pipeline = [&](const std::string& out) {
-    return std::vector<std::string>{"source: {file: " + (dir_ / "in.jsonl") + ", key: user, timestamp: ts}",
-                                    "steps: [{group_by: page}, {aggregate: {n: count}}]",
-                                    "sinks: [{file: " + out + "}, {topic: counts}]",
-                                    "checkpoint: {interval_ms: 20}"};
+    return std::vector<std::string>{
+        "source: {file: " + (dir_ / "in.jsonl") + ", key: user, timestamp: ts}",
+        "steps: [{group_by: page}, {aggregate: {n: count}}]",
+        "sinks: [{file: " + out + "}, {topic: counts}]", "checkpoint: {interval_ms: 20}"};
   };
   testing::WriteLines(dir_ / "reference.yaml", pipeline(dir_ / "reference.jsonl"));
-  ASSERT_EQ(Weir({"run", dir_ / "reference.yaml", "--data-dir", dir_ / "reference-data", "-q"}).exit_code, 0);
+  ASSERT_EQ(
+      Weir({"run", dir_ / "reference.yaml", "--data-dir", dir_ / "reference-data", "-q"}).exit_code,
+      0);
 
   SmallDisk disk(dir_ / "small", 24 << 20);
   testing::WriteLines(dir_ / "full.yaml", pipeline(disk.path + "/out.jsonl"));
-  std::vector<std::string> run = {WEIR_BINARY, "run", dir_ / "full.yaml", "--data-dir", disk.path + "/data", "-q"};
+  std::vector<std::string> run = {WEIR_BINARY,         "run", dir_ / "full.yaml", "--data-dir",
+                                  disk.path + "/data", "-q"};
   if (disk.mounted) {
     // Leave about 3 MiB free: less than the run writes.
     std::ofstream filler(disk.path + "/filler");
@@ -232,7 +251,8 @@ TEST_F(Cli, APipelineOnAFullDiskStopsWithTheReasonAndResumesOnceThereIsRoom) {
   EXPECT_EQ(full.exit_code, 1) << full.err;
   EXPECT_TRUE(full.err.find("disk full") != std::string::npos ||
               full.err.find("file size limit") != std::string::npos ||
-              full.err.find("No space left") != std::string::npos) << full.err;
+              full.err.find("No space left") != std::string::npos)
+      << full.err;
   EXPECT_EQ(Lines(full.err).size(), 1u) << full.err;
 
   if (disk.mounted) {

@@ -16,7 +16,7 @@
 namespace weir::testing {
 
 struct CommandResult {
-  int exit_code = -1;   // -signal if killed
+  int exit_code = -1;  // -signal if killed
   std::string out;
   std::string err;
 };
