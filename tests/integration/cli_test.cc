@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "app/testing.h"
@@ -150,6 +151,40 @@ TEST_F(Cli, ADataDirectoryInUseIsRefusedNamingTheHolder) {
       << r.err;
   follower.Kill(SIGTERM);
   EXPECT_EQ(follower.Wait().exit_code, 0);
+}
+
+TEST_F(Cli, CtrlCStopsARunAfterAFinalCheckpointAndTheNextRunResumes) {
+  testing::WriteLines(dir_ / "gen.yaml",
+                      {"name: gen", "source: {generator: {users: 50}, rate: 5000}",
+                       "steps: [{aggregate: {n: count}}]", "sink: {topic: counts}"});
+  Subprocess run({WEIR_BINARY, "run", dir_ / "gen.yaml", "--data-dir", data()},
+                 dir_.path().string());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  run.Kill(SIGINT);
+  CommandResult stopped = run.Wait();
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.err;
+  EXPECT_NE(stopped.err.find("stopping"), std::string::npos) << stopped.err;
+  EXPECT_NE(stopped.err.find("gen stopped:"), std::string::npos) << stopped.err;
+  size_t first = Lines(Weir({"consume", "counts", "--data-dir", data()}).out).size();
+  EXPECT_GT(first, 0u);
+
+  Subprocess again({WEIR_BINARY, "run", dir_ / "gen.yaml", "--data-dir", data()},
+                   dir_.path().string());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  again.Kill(SIGTERM);
+  CommandResult resumed = again.Wait();
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming gen from checkpoint"), std::string::npos) << resumed.err;
+  // The two runs together: per key, counts 1, 2, 3... with no gap and no repeat.
+  std::map<std::string, int64_t> last;
+  for (const std::string& line : Lines(Weir({"consume", "counts", "--data-dir", data()}).out)) {
+    auto v = Value::Parse(line);
+    ASSERT_TRUE(v.ok());
+    int64_t& n = last[v->Find("key")->as_string()];
+    ASSERT_EQ(v->FindPath("value.n")->as_int(), n + 1) << line;
+    n = v->FindPath("value.n")->as_int();
+  }
+  EXPECT_GT(Lines(Weir({"consume", "counts", "--data-dir", data()}).out).size(), first);
 }
 
 TEST_F(Cli, AYamlErrorNamesThePathAndExitsWithTwo) {
