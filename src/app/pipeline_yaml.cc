@@ -491,8 +491,8 @@ Result<std::unique_ptr<Application>> LoadPipelineText(const std::string& text,
                                    std::to_string(e.mark.column + 1) + ")");
   }
   ConfigNode top(root, "", &file_name);
-  WEIR_RETURN_IF_ERROR(top.OnlyKeys(
-      {"name", "source", "steps", "sink", "sinks", "checkpoint", "workers", "partitions"}));
+  WEIR_RETURN_IF_ERROR(top.OnlyKeys({"name", "source", "steps", "sink", "sinks", "checkpoint",
+                                     "workers", "partitions", "fsync"}));
 
   ApplicationOptions options;
   options.data_dir = overrides.data_dir;
@@ -517,6 +517,12 @@ Result<std::unique_ptr<Application>> LoadPipelineText(const std::string& text,
     options.workers = static_cast<int>(workers);
   }
   if (overrides.workers > 0) options.workers = overrides.workers;
+  if (auto f = top.Get("fsync")) {
+    WEIR_ASSIGN_OR_RETURN(options.fsync, f->String());
+    if (options.fsync != "group" && options.fsync != "always" && options.fsync != "never") {
+      return f->Error("expected group, always or never, found '" + options.fsync + "'");
+    }
+  }
   if (auto p = top.Get("partitions")) {
     WEIR_ASSIGN_OR_RETURN(int64_t partitions, p->Int(1, 10000));
     options.partitions = static_cast<int32_t>(partitions);

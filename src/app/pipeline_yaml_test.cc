@@ -67,6 +67,16 @@ TEST(PipelineYaml, SourceAndSinkMustSayExactlyOneKind) {
             std::string::npos);
 }
 
+TEST(PipelineYaml, FsyncPolicyIsChecked) {
+  auto app = LoadPipelineText(std::string(kSource) + "sink: {stdout: true}\nfsync: always\n",
+                              "p.yaml", "", {});
+  ASSERT_TRUE(app.ok());
+  EXPECT_EQ((*app)->options().fsync, "always");
+  EXPECT_NE(ErrorOf(std::string(kSource) + "sink: {stdout: true}\nfsync: sometimes\n")
+                .find("fsync: expected group, always or never, found 'sometimes'"),
+            std::string::npos);
+}
+
 TEST(PipelineYaml, InvalidYamlReportsTheLine) {
   std::string e = ErrorOf("source: {file: a\nsink: [\n");
   EXPECT_NE(e.find("p.yaml: not valid YAML"), std::string::npos) << e;

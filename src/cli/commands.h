@@ -36,6 +36,7 @@ struct ProduceArgs {
   std::string timestamp_field;
   bool create = false;
   int32_t partitions = 1;  // with create, for a new topic
+  std::string fsync = "group";
 };
 int Produce(const ProduceArgs& args);
 

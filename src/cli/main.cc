@@ -47,6 +47,9 @@ int main(int argc, char** argv) {
   produce_cmd->add_option("--timestamp-field", produce.timestamp_field,
                           "Integer field with the event time in ms (default: now)");
   produce_cmd->add_flag("--create", produce.create, "Create the topic if it does not exist");
+  produce_cmd->add_option("--fsync", produce.fsync, "Durability: group, always, never")
+      ->check(CLI::IsMember({"group", "always", "never"}))
+      ->capture_default_str();
   produce_cmd
       ->add_option("--partitions", produce.partitions, "Partitions of a topic made by --create")
       ->capture_default_str();

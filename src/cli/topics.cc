@@ -40,7 +40,7 @@ void AppendConsumedLine(std::string& out, const log::StoredRecord& r, PartitionI
 }  // namespace
 
 int Produce(const ProduceArgs& args) {
-  auto local = LocalLog::Open(args.data_dir);
+  auto local = LocalLog::Open(args.data_dir, args.fsync);
   if (!local.ok()) return Fail(local.status());
   log::LogStore& log = *local->log;
   Result<log::Topic*> found = log.GetTopic(args.topic);
