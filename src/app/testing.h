@@ -1,10 +1,7 @@
-// Test support for applications: scratch directories, input files, and reading what a run
-// wrote (files and topics), all through the real log.
+// Test support for applications: input files, and reading what a run wrote (files and topics),
+// all through the real log. Scratch directories: testing/temp_dir.h.
 #pragma once
 
-#include <unistd.h>
-
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,26 +9,10 @@
 #include <vector>
 
 #include "log/log.h"
+#include "testing/temp_dir.h"
 #include "weir/value.h"
 
 namespace weir::testing {
-
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("weir-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::filesystem::path& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline void WriteLines(const std::string& path, const std::vector<std::string>& lines) {
   std::ofstream out(path, std::ios::trunc);

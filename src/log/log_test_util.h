@@ -12,31 +12,11 @@
 #include <vector>
 
 #include "log/log.h"
+#include "testing/temp_dir.h"
 
 namespace weir::log::testing {
 
-// A new empty directory under the system temp dir, removed with everything in it at the end.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("weir-log-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
-             std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = weir::testing::TempDir;
 
 // A 100-byte value that names its tag, so a test can tell which append a record came from.
 inline std::string ValueFor(const std::string& tag) {

@@ -9,29 +9,11 @@
 #include <random>
 #include <string>
 
+#include "testing/temp_dir.h"
+
 namespace weir::state {
 
-// A directory removed with everything in it when the test ends.
-class TestTempDir {
- public:
-  TestTempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "weir-state-XXXXXX").string();
-    char* made = mkdtemp(pattern.data());
-    EXPECT_NE(made, nullptr) << "mkdtemp " << pattern;
-    path_ = pattern;
-  }
-  ~TestTempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TestTempDir(const TestTempDir&) = delete;
-  TestTempDir& operator=(const TestTempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using TestTempDir = weir::testing::TempDir;
 
 // WEIR_TEST_SEED reproduces a failing run; otherwise each run explores a new seed. Tests print the
 // seed they use (SCOPED_TRACE) so that a failure names it.
