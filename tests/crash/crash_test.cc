@@ -6,6 +6,7 @@
 // WEIR_CRASH_KILLS sets the number of kills (default 24; the long mode runs hundreds).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -90,7 +91,9 @@ TEST(CrashTest, KilledAtRandomAndAtEveryCheckpointPhaseTheOutputsEqualAnUninterr
 
   TempDir crashed;
   WriteInput(crashed / "input.jsonl");
-  WritePipeline(crashed / "pipeline.yaml", 25'000);  // about 4 s of input per run
+  // Paced so that the input lasts through every kill (a quarter second of input per kill), so that
+  // most kills land in a running pipeline rather than in a resumed, finished one.
+  WritePipeline(crashed / "pipeline.yaml", std::clamp(4 * kRecords / kills, 1'000, 25'000));
   std::mt19937 rng(std::random_device{}());
   const std::vector<std::string> phases = {
       "checkpoint.before_prepare", "checkpoint.before_manifest", "checkpoint.after_manifest"};
