@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 
 #include "app/task.h"
@@ -132,6 +133,18 @@ Status Runtime::Recover(const CheckpointManifest& manifest) {
   stdout_ = dataflow::SharedFile::Stdout();
   if (fresh) WEIR_RETURN_IF_ERROR(SaveManifest(app_dir_, manifest_));
   return Status::OK();
+}
+
+void Runtime::ReportProgress(int64_t checkpoint, int64_t records_in) {
+  constexpr auto kEvery = std::chrono::seconds(5);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_progress_.time < kEvery) return;
+  const double seconds = std::chrono::duration<double>(now - last_progress_.time).count();
+  const double rate = static_cast<double>(records_in - last_progress_.records_in) / seconds;
+  Progress(std::to_string(records_in) + " records in (" + std::to_string(std::lround(rate)) +
+           "/s over the last " + std::to_string(std::lround(seconds)) + " s), checkpoint " +
+           std::to_string(checkpoint));
+  last_progress_ = {now, records_in};
 }
 
 void Runtime::Fail(Status status) {
@@ -295,7 +308,9 @@ Status Runtime::Checkpoint() {
     end_of_input_.at(topic)->store(true, std::memory_order_release);
   records_since_checkpoint_ = 0;
   ++checkpoints_taken_;
-  if (options_.on_checkpoint) options_.on_checkpoint(id, SourceRecords());
+  const int64_t records_in = SourceRecords();
+  if (options_.on_checkpoint) options_.on_checkpoint(id, records_in);
+  ReportProgress(id, records_in);
   return Status::OK();
 }
 
@@ -305,6 +320,7 @@ Result<RunSummary> Runtime::Run() {
   WEIR_RETURN_IF_ERROR(Setup());
   RunSummary summary;
   summary.restored_checkpoint = manifest_.checkpoint;
+  last_progress_ = {std::chrono::steady_clock::now(), 0};
 
   std::vector<std::vector<Task*>> assignment(worker_count_);
   for (size_t i = 0; i < tasks_.size(); ++i)

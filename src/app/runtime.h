@@ -79,6 +79,8 @@ class Runtime {
   // Records read from sources so far. REQUIRES: workers parked or stopped.
   int64_t SourceRecords() const;
   void Progress(const std::string& line);
+  // A progress line at most every few seconds: records in, rate, checkpoint.
+  void ReportProgress(int64_t checkpoint, int64_t records_in);
 
   ApplicationOptions options_;
   const dataflow::Graph& graph_;
@@ -111,6 +113,10 @@ class Runtime {
   std::atomic<bool> checkpoint_wanted_{false};
   std::atomic<int64_t> records_since_checkpoint_{0};
   int64_t checkpoints_taken_ = 0;
+  struct {
+    std::chrono::steady_clock::time_point time;
+    int64_t records_in = 0;
+  } last_progress_;  // coordinator thread only
 };
 
 }  // namespace weir::app
