@@ -1,32 +1,57 @@
 // The built-in aggregators. Accumulators are plain Values so state stores them directly:
 //   count -> int; sum -> int (or double once a double is added); min/max -> number or null;
-//   mean -> [sum (double), count (int)].
+//   mean -> [sum (double), count (int)];
+//   first/last -> [event time, value], or null before any value;
+//   collect -> [t0, v0, t1, v1, ...], flat and sorted by event time, ties in arrival order;
+//   reduce -> [user accumulator], or null before any value (so a user accumulator that is
+//   itself null is not mistaken for "nothing taken").
+// Every Merge equals folding the union of its inputs, whatever subsets they were folded from.
+// Where arrival order matters (equal event times in first/last/collect), Merge(a, b) takes a's
+// events as having arrived before b's; that makes Merge associative, so any merge tree whose
+// left-to-right order of inputs follows arrival gives the same result as one fold.
 #include "weir/aggregator.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include "weir/stream.h"
 
 namespace weir {
 namespace {
 
+// What an aggregator reads from a record: the field by dotted path, or the whole record value
+// for an empty field. nullptr when it is absent or null: skipped, as SQL's aggregates do.
+const Value* Input(const Value& record_value, const std::string& field) {
+  const Value* v = field.empty() ? &record_value : record_value.FindPath(field);
+  return v != nullptr && !v->is_null() ? v : nullptr;
+}
+
+std::string DescribeKind(const std::string& kind, const std::string& field) {
+  return field.empty() ? kind : kind + "(" + field + ")";
+}
+
 // Aggregators over one numeric field: null and missing fields are skipped, as SQL does.
 class FieldAggregator : public Aggregator {
  public:
   FieldAggregator(std::string kind, std::string field)
       : kind_(std::move(kind)), field_(std::move(field)) {}
-  std::string Describe() const override { return kind_ + "(" + field_ + ")"; }
+  std::string Describe() const override { return DescribeKind(kind_, field_); }
   Status Accepts(const Value& record_value) const override {
-    const Value* v = record_value.FindPath(field_);
-    if (v == nullptr || v->is_null() || v->is_number()) return Status::OK();
-    return Status::InvalidArgument(Describe() + " cannot take field '" + field_ + "' of type " +
+    const Value* v = Input(record_value, field_);
+    if (v == nullptr || v->is_number()) return Status::OK();
+    std::string what = field_.empty() ? "a record value" : "field '" + field_ + "'";
+    return Status::InvalidArgument(Describe() + " cannot take " + what + " of type " +
                                    std::string(v->TypeName()));
   }
 
  protected:
   // The field's number, or nullptr if absent or null.
   const Value* Field(const Value& record_value) const {
-    const Value* v = record_value.FindPath(field_);
+    const Value* v = Input(record_value, field_);
     return v != nullptr && v->is_number() ? v : nullptr;
   }
 
@@ -41,6 +66,31 @@ Value AddNumbers(const Value& a, const Value& b) {
     if (!__builtin_add_overflow(a.as_int(), b.as_int(), &r)) return Value(r);
   }
   return Value(a.as_number() + b.as_number());
+}
+
+// -1, 0 or 1 as i is below, equal to or above d, exactly (no rounding of i to a double).
+// REQUIRES: d is not NaN.
+int CompareIntDouble(int64_t i, double d) {
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  if (d >= kTwoTo63) return -1;
+  if (d < -kTwoTo63) return 1;
+  const double whole = std::trunc(d);
+  const auto whole_int = static_cast<int64_t>(whole);  // exact: |whole| <= 2^63, -2^63 included
+  if (i != whole_int) return i < whole_int ? -1 : 1;
+  const double fraction = d - whole;
+  return fraction > 0 ? -1 : (fraction < 0 ? 1 : 0);
+}
+
+// Exact numeric order of two numbers, ints and doubles mixed. REQUIRES: neither is NaN.
+int CompareNumbers(const Value& a, const Value& b) {
+  if (a.is_int() && b.is_int()) return a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int());
+  if (a.is_int()) return CompareIntDouble(a.as_int(), b.as_double());
+  if (b.is_int()) return -CompareIntDouble(b.as_int(), a.as_double());
+  return a.as_double() < b.as_double() ? -1 : (a.as_double() > b.as_double());
+}
+
+bool IsComparableNumber(const Value& v) {
+  return v.is_int() || (v.is_double() && !std::isnan(v.as_double()));
 }
 
 class CountAggregator : public Aggregator {
@@ -71,6 +121,10 @@ class SumAggregator : public FieldAggregator {
   Value Result(const Value& acc) const override { return acc.is_number() ? acc : Value(0); }
 };
 
+// Min and max pick by a total order on distinct values, so the pick depends neither on arrival
+// nor on merge order: numbers compare exactly (a large int against a double included); of
+// numerically equal values an int beats a double, and -0.0 beats 0.0 for min (0.0 for max).
+// NaN (which JSON cannot carry, but a user's map could) is skipped.
 class ExtremumAggregator : public FieldAggregator {
  public:
   ExtremumAggregator(std::string field, bool is_max)
@@ -84,10 +138,19 @@ class ExtremumAggregator : public FieldAggregator {
 
  private:
   Value Pick(const Value& a, const Value& b) const {
-    if (!a.is_number()) return b.is_number() ? b : Value();
-    if (!b.is_number()) return a;
-    bool b_wins = is_max_ ? b.as_number() > a.as_number() : b.as_number() < a.as_number();
-    return b_wins ? b : a;
+    if (!IsComparableNumber(a)) return IsComparableNumber(b) ? b : Value();
+    if (!IsComparableNumber(b)) return a;
+    return Beats(b, a) ? b : a;
+  }
+  bool Beats(const Value& x, const Value& y) const {
+    const int c = CompareNumbers(x, y);
+    if (c != 0) return is_max_ ? c > 0 : c < 0;
+    if (x.is_int() != y.is_int()) return x.is_int();
+    if (x.is_double() && y.is_double()) {
+      const bool x_negative = std::signbit(x.as_double());
+      return x_negative != std::signbit(y.as_double()) && x_negative != is_max_;
+    }
+    return false;
   }
   bool is_max_;
 };
@@ -120,6 +183,169 @@ class MeanAggregator : public FieldAggregator {
   }
 };
 
+// The event time stored beside a value. A malformed stored time (never written by this code)
+// reads as the earliest time rather than stopping the process.
+int64_t StoredTime(const Value& t) { return t.is_int() ? t.as_int() : EventTime::Min().value(); }
+
+// First and last by event time. The accumulator is [t, value] of the event taken so far.
+class FirstLastAggregator : public Aggregator {
+ public:
+  FirstLastAggregator(std::string field, bool is_last)
+      : field_(std::move(field)), is_last_(is_last) {}
+  std::string Describe() const override {
+    return DescribeKind(is_last_ ? "last" : "first", field_);
+  }
+  Value Initial() const override { return Value(); }
+  Status Accepts(const Value&) const override { return Status::OK(); }
+  void Add(Value& acc, const Value& record_value, EventTime timestamp) const override {
+    const Value* v = Input(record_value, field_);
+    if (v == nullptr) return;
+    const Value* taken = Taken(acc);
+    if (taken == nullptr || Supersedes(timestamp.value(), StoredTime(taken[0]))) {
+      acc = Value(Value::Array{Value(timestamp.value()), *v});
+    }
+  }
+  Value Merge(const Value& a, const Value& b) const override {
+    const Value* in_a = Taken(a);
+    const Value* in_b = Taken(b);
+    if (in_b == nullptr) return in_a != nullptr ? a : Value();
+    if (in_a == nullptr) return b;
+    return Supersedes(StoredTime(in_b[0]), StoredTime(in_a[0])) ? b : a;
+  }
+  Value Result(const Value& acc) const override {
+    const Value* taken = Taken(acc);
+    return taken != nullptr ? taken[1] : Value();
+  }
+
+ private:
+  // {time, value} of the accumulator, or nullptr if it holds nothing.
+  static const Value* Taken(const Value& acc) {
+    return acc.is_array() && acc.as_array().size() == 2 ? acc.as_array().data() : nullptr;
+  }
+  // Whether an event at `later_arrival`, arriving after the one at `earlier_arrival`, replaces
+  // it: first keeps the earlier arrival on a tie, last takes the later.
+  bool Supersedes(int64_t later_arrival, int64_t earlier_arrival) const {
+    return is_last_ ? later_arrival >= earlier_arrival : later_arrival < earlier_arrival;
+  }
+
+  std::string field_;
+  bool is_last_;
+};
+
+// Every value in event-time order. The accumulator is flat, [t0, v0, t1, v1, ...], sorted by
+// time with ties in arrival order: half the arrays of [[t, v], ...], and events arriving in
+// time order append at the end.
+class CollectAggregator : public Aggregator {
+ public:
+  explicit CollectAggregator(std::string field) : field_(std::move(field)) {}
+  std::string Describe() const override { return DescribeKind("collect", field_); }
+  Value Initial() const override { return Value(Value::Array()); }
+  Status Accepts(const Value&) const override { return Status::OK(); }
+  void Add(Value& acc, const Value& record_value, EventTime timestamp) const override {
+    const Value* v = Input(record_value, field_);
+    if (v == nullptr) return;
+    if (!IsEntries(acc)) acc = Initial();
+    Value::Array& entries = acc.as_array();
+    const int64_t t = timestamp.value();
+    // After every entry at or before t: a tie goes after the events that arrived before it.
+    size_t low = 0;
+    size_t high = entries.size() / 2;
+    if (high > 0 && StoredTime(entries[2 * (high - 1)]) <= t) low = high;
+    while (low < high) {
+      const size_t mid = low + (high - low) / 2;
+      if (StoredTime(entries[2 * mid]) <= t) {
+        low = mid + 1;
+      } else {
+        high = mid;
+      }
+    }
+    entries.insert(entries.begin() + static_cast<std::ptrdiff_t>(2 * low), {Value(t), *v});
+  }
+  Value Merge(const Value& a, const Value& b) const override {
+    static const Value::Array kNone;
+    const Value::Array& x = IsEntries(a) ? a.as_array() : kNone;
+    const Value::Array& y = IsEntries(b) ? b.as_array() : kNone;
+    Value::Array merged;
+    merged.reserve(x.size() + y.size());
+    size_t i = 0;
+    size_t j = 0;
+    while (i < x.size() || j < y.size()) {
+      // On equal times a's entries first: a's events count as having arrived before b's.
+      const bool from_b = i == x.size() || (j < y.size() && StoredTime(y[j]) < StoredTime(x[i]));
+      const Value::Array& from = from_b ? y : x;
+      size_t& k = from_b ? j : i;
+      merged.push_back(from[k]);
+      merged.push_back(from[k + 1]);
+      k += 2;
+    }
+    return Value(std::move(merged));
+  }
+  Value Result(const Value& acc) const override {
+    Value::Array values;
+    if (!IsEntries(acc)) return Value(std::move(values));
+    const Value::Array& entries = acc.as_array();
+    values.reserve(entries.size() / 2);
+    for (size_t i = 1; i < entries.size(); i += 2) values.push_back(entries[i]);
+    return Value(std::move(values));
+  }
+
+ private:
+  static bool IsEntries(const Value& acc) {
+    return acc.is_array() && acc.as_array().size() % 2 == 0;
+  }
+
+  std::string field_;
+};
+
+// A user fold over whole record values (null ones skipped). The accumulator is
+// [user accumulator] once a value was taken, null before.
+class ReduceAggregator : public Aggregator {
+ public:
+  ReduceAggregator(agg::Reducer reducer, agg::Initializer initializer, agg::Merger merger)
+      : reducer_(std::move(reducer)),
+        initializer_(std::move(initializer)),
+        merger_(std::move(merger)) {
+    WEIR_CHECK(reducer_ != nullptr, "agg::Reduce needs a reducer");
+    WEIR_CHECK(initializer_ != nullptr, "agg::Reduce needs an initializer");
+  }
+  std::string Describe() const override { return "reduce"; }
+  Value Initial() const override { return Value(); }
+  Status Accepts(const Value&) const override { return Status::OK(); }
+  void Add(Value& acc, const Value& record_value, EventTime) const override {
+    const Value* v = Input(record_value, "");
+    if (v == nullptr) return;
+    if (Folded(acc) == nullptr) {
+      acc = Value(Value::Array{initializer_(*v)});
+    } else {
+      Value& folded = acc.as_array()[0];
+      folded = reducer_(folded, *v);
+    }
+  }
+  Value Merge(const Value& a, const Value& b) const override {
+    const Value* in_a = Folded(a);
+    const Value* in_b = Folded(b);
+    if (in_b == nullptr) return in_a != nullptr ? a : Value();
+    if (in_a == nullptr) return b;
+    // Session windows refuse a non-mergeable aggregation before anything runs.
+    WEIR_CHECK(merger_ != nullptr, "agg::Reduce without a merger cannot merge two accumulators");
+    return Value(Value::Array{merger_(*in_a, *in_b)});
+  }
+  Value Result(const Value& acc) const override {
+    const Value* folded = Folded(acc);
+    return folded != nullptr ? *folded : Value();
+  }
+  bool mergeable() const override { return merger_ != nullptr; }
+
+ private:
+  static const Value* Folded(const Value& acc) {
+    return acc.is_array() && acc.as_array().size() == 1 ? &acc.as_array()[0] : nullptr;
+  }
+
+  agg::Reducer reducer_;
+  agg::Initializer initializer_;
+  agg::Merger merger_;
+};
+
 }  // namespace
 
 namespace agg {
@@ -131,6 +357,19 @@ AggregatorPtr Min(std::string field) {
 }
 AggregatorPtr Max(std::string field) {
   return std::make_shared<ExtremumAggregator>(std::move(field), true);
+}
+AggregatorPtr First(std::string field) {
+  return std::make_shared<FirstLastAggregator>(std::move(field), false);
+}
+AggregatorPtr Last(std::string field) {
+  return std::make_shared<FirstLastAggregator>(std::move(field), true);
+}
+AggregatorPtr Collect(std::string field) {
+  return std::make_shared<CollectAggregator>(std::move(field));
+}
+AggregatorPtr Reduce(Reducer reducer, Initializer initializer, Merger merger) {
+  return std::make_shared<ReduceAggregator>(std::move(reducer), std::move(initializer),
+                                            std::move(merger));
 }
 }  // namespace agg
 
