@@ -28,6 +28,9 @@ class Aggregator {
   virtual Value Merge(const Value& a, const Value& b) const = 0;
   // What is emitted.
   virtual Value Result(const Value& acc) const = 0;
+  // Whether Merge is real. Session windows merge accumulators and refuse an aggregation that
+  // cannot (a Reduce without a merger) when the application is defined.
+  virtual bool mergeable() const { return true; }
 };
 
 }  // namespace weir

@@ -52,6 +52,7 @@ struct RunSummary {
   int64_t records_in = 0;
   int64_t records_out = 0;
   int64_t dead_letters = 0;
+  int64_t late = 0;  // events window steps found late
   int64_t checkpoints = 0;
   int64_t restored_checkpoint = 0;  // the checkpoint the run started from (0: fresh)
   bool completed = false;           // every source ended and drained

@@ -39,6 +39,9 @@ struct Graph;
 class StepState;
 }  // namespace dataflow
 
+class WindowDefinition;  // weir/window.h
+class WindowedStream;
+
 // The state of the current record's key in one stateful step: named values, durable at the
 // next checkpoint, restored after a crash. Only valid during the call it is passed to.
 class State {
@@ -77,6 +80,10 @@ struct TopicSourceOptions {
   // otherwise follow it until stopped.
   bool bounded = false;
   double max_rate = 0;
+  // Idle close: once no record has come for this long (wall clock), the partition's watermark
+  // moves forward with the wall clock, so windows closing by partition close without new input.
+  // 0: off (the watermark waits for events, as event time should).
+  std::chrono::milliseconds idle_timeout{0};
 };
 
 // A deterministic clickstream: users browse pages in sessions of activity separated by quiet
@@ -103,9 +110,10 @@ struct TopicSinkOptions {
   int32_t partitions = 0;  // for a new topic; 0: the producing step's task count
 };
 
-// A running aggregation's building block. Built-ins: weir::agg::Count(), Sum(field), Mean(field),
-// Min(field), Max(field). Every one is mergeable. Null and missing fields are skipped (as SQL's
-// aggregates do); a value the aggregation cannot take (summing a string) is a dead letter.
+// The building blocks of running and windowed aggregations (include/weir/aggregator.h). Every
+// built-in is mergeable. Null and missing fields are skipped (as SQL's aggregates do); a value
+// an aggregation cannot take (summing a string) is a dead letter. An empty field means the
+// whole record value.
 class Aggregator;
 using AggregatorPtr = std::shared_ptr<const Aggregator>;
 namespace agg {
@@ -114,6 +122,25 @@ AggregatorPtr Sum(std::string field);
 AggregatorPtr Mean(std::string field);
 AggregatorPtr Min(std::string field);
 AggregatorPtr Max(std::string field);
+// The value (or field) of the event with the smallest / largest event time; ties go to the
+// first / last to arrive. Null if no event had the field. A null record value counts as missing.
+// Arrival order across a merge (sessions joined by a bridging event): Aggregator::Merge(a, b)
+// takes a's events as having arrived before b's when event times are equal. Merge is
+// associative, so any merge tree whose inputs, left to right, follow arrival gives one fold's
+// result.
+AggregatorPtr First(std::string field = "");
+AggregatorPtr Last(std::string field = "");
+// Every value (or field) in event-time order (ties in arrival order, across merges as for
+// First); a JSON array, [] if nothing was taken.
+AggregatorPtr Collect(std::string field = "");
+// A user fold over whole record values (null ones skipped): `initializer(first value)` starts
+// the accumulator, `reducer(acc, value)` folds each further value in; null if nothing was
+// taken. Mergeable only with a `merger(a, b)` (session windows need it), called when both sides
+// took a value. The order of values reaching the reducer is arrival order, not event time.
+using Reducer = std::function<Value(const Value& accumulator, const Value& value)>;
+using Initializer = std::function<Value(const Value& first_value)>;
+using Merger = std::function<Value(const Value& a, const Value& b)>;
+AggregatorPtr Reduce(Reducer reducer, Initializer initializer, Merger merger = nullptr);
 }  // namespace agg
 
 class Stream {
@@ -138,6 +165,9 @@ class Stream {
   Stream Aggregate(std::vector<std::pair<std::string, AggregatorPtr>> aggregations,
                    std::string name = "");
 
+  // Windows of each key's events (weir/window.h): add .Agg(...), then .Final() or .Current().
+  WindowedStream Window(WindowDefinition definition);
+
   // Sinks: every record that reaches them is written exactly once (topics, files) or printed
   // (stdout: at least once, as it happens).
   void ToTopic(TopicSinkOptions options);
@@ -148,6 +178,7 @@ class Stream {
 
  private:
   friend class Application;
+  friend class WindowedStream;
   Stream(dataflow::Graph* graph, int node) : graph_(graph), node_(node) {}
   dataflow::Graph* graph_;
   int node_;

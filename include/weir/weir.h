@@ -14,3 +14,4 @@
 #include "weir/stream.h"
 #include "weir/types.h"
 #include "weir/value.h"
+#include "weir/window.h"

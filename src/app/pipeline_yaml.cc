@@ -9,6 +9,7 @@
 #include <set>
 
 #include "app/data_dir.h"
+#include "weir/window.h"
 
 namespace weir::app {
 namespace {
@@ -278,12 +279,33 @@ Result<KeySpec> ParseKeySpec(const ConfigNode& node) {
   return spec;
 }
 
+std::string Resolve(const std::string& base_dir, const std::string& path) {
+  std::filesystem::path p(path);
+  if (p.is_absolute() || base_dir.empty()) return path;
+  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
+}
+
+constexpr const char* kAggregationKinds = "count, sum, mean, min, max, first, last, collect";
+
+bool IsAggregationKind(const std::string& kind) {
+  for (const char* k : {"count", "sum", "mean", "min", "max", "first", "last", "collect"}) {
+    if (kind == k) return true;
+  }
+  return false;
+}
+
+// count | first | last | collect (of the whole value), or {kind: field}.
 Result<AggregatorPtr> ParseAggregator(const ConfigNode& node) {
   if (node.IsScalar()) {
     WEIR_ASSIGN_OR_RETURN(std::string kind, node.String());
     if (kind == "count") return agg::Count();
-    return node.Error("'" + kind + "' needs a field: {" + kind +
-                      ": FIELD} (only count takes none)");
+    if (kind == "first") return agg::First();
+    if (kind == "last") return agg::Last();
+    if (kind == "collect") return agg::Collect();
+    if (IsAggregationKind(kind)) {
+      return node.Error("'" + kind + "' needs a field: {" + kind + ": FIELD}");
+    }
+    return node.Error("unknown aggregation '" + kind + "' (expected " + kAggregationKinds + ")");
   }
   if (!node.IsMap() || node.node().size() != 1) {
     return node.Expected("count or a map of one aggregation to its field ({sum: amount})");
@@ -295,19 +317,149 @@ Result<AggregatorPtr> ParseAggregator(const ConfigNode& node) {
   if (kind == "mean") return agg::Mean(field);
   if (kind == "min") return agg::Min(field);
   if (kind == "max") return agg::Max(field);
-  return field_node.Error("unknown aggregation '" + kind +
-                          "' (expected count, sum, mean, min, max)");
+  if (kind == "first") return agg::First(field);
+  if (kind == "last") return agg::Last(field);
+  if (kind == "collect") return agg::Collect(field);
+  return field_node.Error("unknown aggregation '" + kind + "' (expected " + kAggregationKinds +
+                          ")");
 }
 
-std::string Resolve(const std::string& base_dir, const std::string& path) {
-  std::filesystem::path p(path);
-  if (p.is_absolute() || base_dir.empty()) return path;
-  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
+// {name: aggregation, ...}
+Result<std::vector<std::pair<std::string, AggregatorPtr>>> ParseNamedAggregations(
+    const ConfigNode& node) {
+  if (!node.IsMap() || node.node().size() == 0) {
+    return node.Expected("a map of output names to aggregations ({clicks: count})");
+  }
+  std::vector<std::pair<std::string, AggregatorPtr>> aggregations;
+  for (auto& [name, agg_node] : node.Members()) {
+    WEIR_ASSIGN_OR_RETURN(AggregatorPtr a, ParseAggregator(agg_node));
+    aggregations.emplace_back(name, std::move(a));
+  }
+  return aggregations;
+}
+
+// A window's definition: {tumbling: {size_ms, grace_ms}}, {hopping: {size_ms, step_ms,
+// grace_ms}}, {sliding: {size_ms, grace_ms}}, {session: {gap_ms, grace_ms}}, or
+// {count: {size, step}} / {count: {size, sliding: true}}.
+Result<WindowDefinition> ParseWindowDefinition(const ConfigNode& node) {
+  if (!node.IsMap() || node.node().size() != 1) {
+    return node.Expected("a map with one window kind (tumbling, hopping, sliding, session, count)");
+  }
+  auto [kind, body] = node.Members().front();
+  auto millis = [&](const char* key, bool required) -> Result<int64_t> {
+    std::optional<ConfigNode> v = body.Get(key);
+    if (!v) {
+      if (required) return body.Error(std::string("missing '") + key + "'");
+      return int64_t{0};
+    }
+    return v->Int(INT64_MIN, INT64_MAX);
+  };
+  using std::chrono::milliseconds;
+  if (kind == "count") {
+    WEIR_RETURN_IF_ERROR(body.OnlyKeys({"size", "step", "sliding"}));
+    WEIR_ASSIGN_OR_RETURN(int64_t size, millis("size", true));
+    bool sliding = false;
+    if (auto v = body.Get("sliding")) {
+      WEIR_ASSIGN_OR_RETURN(sliding, v->Bool());
+    }
+    if (sliding && body.Get("step")) return body.Error("a sliding count window takes no step");
+    if (sliding) return WindowDefinition::CountSliding(size);
+    if (body.Get("step")) {
+      WEIR_ASSIGN_OR_RETURN(int64_t step, millis("step", true));
+      return WindowDefinition::CountHopping(size, step);
+    }
+    return WindowDefinition::CountTumbling(size);
+  }
+  std::optional<WindowDefinition> def;
+  if (kind == "session") {
+    WEIR_RETURN_IF_ERROR(body.OnlyKeys({"gap_ms", "grace_ms"}));
+    WEIR_ASSIGN_OR_RETURN(int64_t gap, millis("gap_ms", true));
+    def = WindowDefinition::Session(milliseconds(gap));
+  } else if (kind == "tumbling" || kind == "sliding") {
+    WEIR_RETURN_IF_ERROR(body.OnlyKeys({"size_ms", "grace_ms"}));
+    WEIR_ASSIGN_OR_RETURN(int64_t size, millis("size_ms", true));
+    def = kind == "tumbling" ? WindowDefinition::Tumbling(milliseconds(size))
+                             : WindowDefinition::Sliding(milliseconds(size));
+  } else if (kind == "hopping") {
+    WEIR_RETURN_IF_ERROR(body.OnlyKeys({"size_ms", "step_ms", "grace_ms"}));
+    WEIR_ASSIGN_OR_RETURN(int64_t size, millis("size_ms", true));
+    WEIR_ASSIGN_OR_RETURN(int64_t step, millis("step_ms", true));
+    def = WindowDefinition::Hopping(milliseconds(size), milliseconds(step));
+  } else {
+    return node.Error("unknown window kind '" + kind +
+                      "' (expected tumbling, hopping, sliding, session, count)");
+  }
+  WEIR_ASSIGN_OR_RETURN(int64_t grace, millis("grace_ms", false));
+  def->Grace(milliseconds(grace));
+  Status valid = def->Validate();
+  if (!valid.ok()) return body.Error(valid.message());
+  return *def;
+}
+
+// - window: {...}
+//   agg: count | {sum: amount} | {name: aggregation, ...}
+//   emit: final | current
+//   closing: key | partition
+//   late: FILE.jsonl | {topic: NAME} | {file: PATH}
+Result<Stream> BuildWindowStep(Stream stream, const ConfigNode& step, const std::string& base_dir) {
+  WEIR_RETURN_IF_ERROR(step.OnlyKeys({"window", "agg", "emit", "closing", "late"}));
+  WEIR_ASSIGN_OR_RETURN(WindowDefinition definition, ParseWindowDefinition(*step.Get("window")));
+  WindowedStream windowed = stream.Window(definition);
+  WEIR_ASSIGN_OR_RETURN(ConfigNode agg_node, step.Require("agg", "what to compute per window"));
+  // One aggregation unnamed (`count`, `{sum: amount}`) or several under names.
+  bool single = agg_node.IsScalar();
+  if (agg_node.IsMap() && agg_node.node().size() == 1) {
+    auto [kind, value] = agg_node.Members().front();
+    single =
+        IsAggregationKind(kind) && value.IsScalar() && !IsAggregationKind(value.node().Scalar());
+  }
+  if (single) {
+    WEIR_ASSIGN_OR_RETURN(AggregatorPtr a, ParseAggregator(agg_node));
+    windowed.Agg(std::move(a));
+  } else {
+    WEIR_ASSIGN_OR_RETURN(auto named, ParseNamedAggregations(agg_node));
+    windowed.Agg(std::move(named));
+  }
+  if (auto closing = step.Get("closing")) {
+    WEIR_ASSIGN_OR_RETURN(std::string c, closing->String());
+    if (c != "key" && c != "partition")
+      return closing->Error("expected key or partition, found '" + c + "'");
+    windowed.Closing(c == "key" ? Closing::kKey : Closing::kPartition);
+  }
+  if (auto late = step.Get("late")) {
+    if (late->IsScalar()) {
+      WEIR_ASSIGN_OR_RETURN(std::string target, late->String());
+      // A path of JSON lines (as a file sink), else a topic name.
+      if (target.ends_with(".jsonl") || target.ends_with(".json") ||
+          target.find('/') != std::string::npos) {
+        windowed.LateFile(Resolve(base_dir, target));
+      } else {
+        windowed.LateTopic(target);
+      }
+    } else {
+      WEIR_RETURN_IF_ERROR(late->OnlyKeys({"topic", "file"}));
+      if (auto t = late->Get("topic")) {
+        WEIR_ASSIGN_OR_RETURN(std::string topic, t->String());
+        windowed.LateTopic(topic);
+      }
+      if (auto f = late->Get("file")) {
+        WEIR_ASSIGN_OR_RETURN(std::string path, f->String());
+        windowed.LateFile(Resolve(base_dir, path));
+      }
+    }
+  }
+  std::string emit = "final";
+  if (auto e = step.Get("emit")) {
+    WEIR_ASSIGN_OR_RETURN(emit, e->String());
+    if (emit != "final" && emit != "current")
+      return e->Error("expected final or current, found '" + emit + "'");
+  }
+  return emit == "final" ? windowed.Final() : windowed.Current();
 }
 
 Result<Stream> BuildSource(Application& app, const ConfigNode& node, const std::string& base_dir) {
-  WEIR_RETURN_IF_ERROR(node.OnlyKeys(
-      {"file", "topic", "generator", "key", "timestamp", "dead_letter", "rate", "bounded"}));
+  WEIR_RETURN_IF_ERROR(node.OnlyKeys({"file", "topic", "generator", "key", "timestamp",
+                                      "dead_letter", "rate", "bounded", "idle_timeout_ms"}));
   int kinds =
       (node.Get("file") ? 1 : 0) + (node.Get("topic") ? 1 : 0) + (node.Get("generator") ? 1 : 0);
   if (kinds != 1) return node.Error("expected exactly one of file, topic, generator");
@@ -326,6 +478,9 @@ Result<Stream> BuildSource(Application& app, const ConfigNode& node, const std::
   double rate = 0;
   if (auto r = node.Get("rate")) {
     WEIR_ASSIGN_OR_RETURN(rate, r->Number(0));
+  }
+  if (node.Get("idle_timeout_ms") && !node.Get("topic")) {
+    return node.Get("idle_timeout_ms")->Error("'idle_timeout_ms' applies to topic sources only");
   }
   if (node.Get("bounded") && !node.Get("topic")) {
     return node.Get("bounded")->Error("'bounded' applies to topic sources only");
@@ -351,6 +506,10 @@ Result<Stream> BuildSource(Application& app, const ConfigNode& node, const std::
     o.max_rate = rate;
     if (auto b = node.Get("bounded")) {
       WEIR_ASSIGN_OR_RETURN(o.bounded, b->Bool());
+    }
+    if (auto idle = node.Get("idle_timeout_ms")) {
+      WEIR_ASSIGN_OR_RETURN(int64_t ms, idle->Int(0, INT64_MAX / 2));
+      o.idle_timeout = std::chrono::milliseconds(ms);
     }
     return app.FromTopic(o);
   }
@@ -397,9 +556,10 @@ Result<Stream> BuildSource(Application& app, const ConfigNode& node, const std::
   return app.FromGenerator(o);
 }
 
-Result<Stream> BuildStep(Stream stream, const ConfigNode& step) {
+Result<Stream> BuildStep(Stream stream, const ConfigNode& step, const std::string& base_dir) {
+  if (step.IsMap() && step.Get("window")) return BuildWindowStep(stream, step, base_dir);
   if (!step.IsMap() || step.node().size() != 1) {
-    return step.Expected("a map with one step (filter, select, group_by, aggregate)");
+    return step.Expected("a map with one step (filter, select, group_by, aggregate, window)");
   }
   auto [kind, body] = step.Members().front();
   if (kind == "filter") {
@@ -436,17 +596,11 @@ Result<Stream> BuildStep(Stream stream, const ConfigNode& step) {
     return stream.GroupBy(key.field, key.type, static_cast<int32_t>(partitions));
   }
   if (kind == "aggregate") {
-    if (!body.IsMap() || body.node().size() == 0) {
-      return body.Expected("a map of output names to aggregations ({clicks: count})");
-    }
-    std::vector<std::pair<std::string, AggregatorPtr>> aggregations;
-    for (auto& [name, agg_node] : body.Members()) {
-      WEIR_ASSIGN_OR_RETURN(AggregatorPtr a, ParseAggregator(agg_node));
-      aggregations.emplace_back(name, std::move(a));
-    }
+    WEIR_ASSIGN_OR_RETURN(auto aggregations, ParseNamedAggregations(body));
     return stream.Aggregate(std::move(aggregations));
   }
-  return step.Error("unknown step '" + kind + "' (expected filter, select, group_by, aggregate)");
+  return step.Error("unknown step '" + kind +
+                    "' (expected filter, select, group_by, aggregate, window)");
 }
 
 Status BuildSink(Stream stream, const ConfigNode& sink, const std::string& base_dir) {
@@ -546,7 +700,7 @@ Result<std::unique_ptr<Application>> LoadPipelineText(const std::string& text,
   if (auto steps = top.Get("steps")) {
     if (!steps->IsSequence()) return steps->Expected("a list of steps");
     for (const ConfigNode& step : steps->Items()) {
-      WEIR_ASSIGN_OR_RETURN(stream, BuildStep(stream, step));
+      WEIR_ASSIGN_OR_RETURN(stream, BuildStep(stream, step, base_dir));
     }
   }
   std::optional<ConfigNode> sink = top.Get("sink");

@@ -94,6 +94,10 @@ Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& opt
         plan.sink_topics.insert(s.topic_sink.topic);
       } else if (s.kind == StepKind::kFileSink) {
         plan.files.insert(s.file_sink_path);
+      } else if (s.kind == StepKind::kWindow) {
+        if (!s.window->late_topic.empty())
+          plan.output_topics.emplace(s.window->late_topic, sub.partitions);
+        if (!s.window->late_file.empty()) plan.files.insert(s.window->late_file);
       }
     }
     plan.output_topics.emplace(sub.dead_letter_topic, 1);

@@ -371,6 +371,7 @@ Result<RunSummary> Runtime::Run() {
   for (const auto& task : tasks_) {
     summary.records_out += task->records_out();
     summary.dead_letters += task->dead_letters();
+    summary.late += task->late();
   }
   summary.checkpoints = checkpoints_taken_;
   summary.cpu_seconds = ProcessCpuSeconds() - cpu_start;

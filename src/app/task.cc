@@ -82,7 +82,9 @@ Status Task::Open(int64_t checkpoint) {
   by_step[sub_.root_step] = root_.get();
   for (int step_id : sub_.steps) {
     const dataflow::Step& step = graph.steps[step_id];
-    operators_.push_back(dataflow::MakeOperator(step, runtime_.owner(), *this));
+    WEIR_ASSIGN_OR_RETURN(std::unique_ptr<dataflow::Operator> op,
+                          dataflow::MakeOperator(step, runtime_.owner(), *this));
+    operators_.push_back(std::move(op));
     by_step[step_id] = operators_.back().get();
     by_step.at(step.parent)->AddChild(operators_.back().get());
   }
@@ -97,6 +99,7 @@ Result<std::unique_ptr<dataflow::Source>> Task::OpenSource() {
     case dataflow::StepKind::kFileSource:
       return dataflow::OpenFileSource(root.file_source);
     case dataflow::StepKind::kTopicSource:
+      idle_timeout_ = root.topic_source.idle_timeout;
       return dataflow::OpenTopicSource(runtime_.log(), root.topic_source, partition_);
     case dataflow::StepKind::kGeneratorSource:
       return dataflow::OpenGeneratorSource(runtime_.GeneratorModel(sub_.root_step), partition_,
@@ -129,6 +132,12 @@ Result<bool> Task::RunBatch() {
   }
   records_in_ += static_cast<int64_t>(batch_.records.size());
   runtime_.CountRecords(static_cast<int64_t>(batch_.records.size()));
+  if (!batch_.records.empty()) {
+    last_input_ = std::chrono::steady_clock::now();
+    watermark_at_last_input_ = watermark_;
+  } else if (polled == dataflow::PollResult::kIdle) {
+    AdvanceIdleWatermark();
+  }
   if (polled == dataflow::PollResult::kEnd) {
     // Bounded input has ended: every event time is now complete (as Flink does for bounded
     // sources), so every window may close.
@@ -143,6 +152,14 @@ Result<bool> Task::RunBatch() {
     return true;
   }
   return polled == dataflow::PollResult::kRecords;
+}
+
+void Task::AdvanceIdleWatermark() {
+  if (idle_timeout_.count() <= 0 || watermark_at_last_input_ == Watermark::Min()) return;
+  auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - last_input_);
+  if (quiet < idle_timeout_) return;
+  watermark_ = watermark_.Advance(EventTime(watermark_at_last_input_.value()) + quiet);
 }
 
 Status Task::FlushOutputs() {

@@ -44,6 +44,7 @@ class Task : public dataflow::TaskContext {
 
   int64_t records_in() const { return records_in_; }
   int64_t dead_letters() const { return dead_letters_; }
+  int64_t late() const { return late_; }
   int64_t records_out() const;
 
   // dataflow::TaskContext
@@ -53,11 +54,13 @@ class Task : public dataflow::TaskContext {
   dataflow::LineWriter& StdoutOutput() override;
   void DeadLetter(std::string_view reason, const Record& record) override;
   void RawDeadLetter(std::string_view reason, Value position, std::string_view raw) override;
+  void CountLate() override { ++late_; }
   Watermark watermark() const override { return watermark_; }
 
  private:
   Result<std::unique_ptr<dataflow::Source>> OpenSource();
-  void AdvanceWatermark(Watermark watermark);
+  // A quiet partition's watermark follows the wall clock once idle_timeout_ has passed.
+  void AdvanceIdleWatermark();
   Status FlushOutputs();
 
   Runtime& runtime_;
@@ -73,9 +76,14 @@ class Task : public dataflow::TaskContext {
   std::map<std::string, std::unique_ptr<dataflow::LineWriter>, std::less<>> line_writers_;
   dataflow::SourceBatch batch_;
   Watermark watermark_ = Watermark::Min();
+  // Idle close (TopicSourceOptions::idle_timeout): when input last came, and the watermark then.
+  std::chrono::milliseconds idle_timeout_{0};
+  std::chrono::steady_clock::time_point last_input_ = std::chrono::steady_clock::now();
+  Watermark watermark_at_last_input_ = Watermark::Min();
   int64_t current_position_ = 0;
   int64_t records_in_ = 0;
   int64_t dead_letters_ = 0;
+  int64_t late_ = 0;
   bool finished_ = false;
 };
 

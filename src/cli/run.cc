@@ -49,12 +49,12 @@ int Run(const RunArgs& args) {
   auto summary = running->Run();
   if (!summary.ok()) return Fail(summary.status());
   std::fprintf(stderr,
-               "weir: %s %s: %lld records in, %lld out, %lld dead letters, %lld checkpoints, "
-               "%.2f s\n",
+               "weir: %s %s: %lld records in, %lld out, %lld dead letters, %lld late, %lld "
+               "checkpoints, %.2f s\n",
                running->options().name.c_str(), summary->completed ? "completed" : "stopped",
                static_cast<long long>(summary->records_in),
                static_cast<long long>(summary->records_out),
-               static_cast<long long>(summary->dead_letters),
+               static_cast<long long>(summary->dead_letters), static_cast<long long>(summary->late),
                static_cast<long long>(summary->checkpoints), summary->wall_seconds);
   return 0;
 }

@@ -26,6 +26,8 @@ std::string_view StepKindName(StepKind kind) {
       return "group-by";
     case StepKind::kAggregate:
       return "aggregate";
+    case StepKind::kWindow:
+      return "window";
     case StepKind::kTopicSink:
       return "to-topic";
     case StepKind::kFileSink:
@@ -47,7 +49,8 @@ bool IsSink(StepKind kind) {
 }
 
 bool IsStateful(StepKind kind) {
-  return kind == StepKind::kApply || kind == StepKind::kUpdate || kind == StepKind::kAggregate;
+  return kind == StepKind::kApply || kind == StepKind::kUpdate || kind == StepKind::kAggregate ||
+         kind == StepKind::kWindow;
 }
 
 std::string Step::Describe() const {
@@ -76,6 +79,21 @@ std::string Step::Describe() const {
     case StepKind::kAggregate:
       for (const auto& [n, a] : aggregations) d += " " + n + "=" + a->Describe();
       break;
+    case StepKind::kWindow: {
+      // Grace and the session gap may change across a restart (the window state stays valid);
+      // the kind, the size and step, the closing and the aggregations may not.
+      const WindowDefinition& def = window->definition;
+      d += " kind=" + std::to_string(static_cast<int>(def.kind()));
+      if (def.kind() != WindowKind::kSession) {
+        d += " size=" + std::to_string(def.size()) + " step=" + std::to_string(def.step());
+      }
+      d += std::string(" closing=") + (window->closing == Closing::kKey ? "key" : "partition") +
+           (window->final ? " final" : " current");
+      for (const auto& [n, a] : window->aggregations) d += " " + n + "=" + a->Describe();
+      if (!window->late_topic.empty()) d += " late_topic=" + window->late_topic;
+      if (!window->late_file.empty()) d += " late_file=" + window->late_file;
+      break;
+    }
     case StepKind::kTopicSink:
       d += " topic=" + topic_sink.topic;
       break;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "weir/aggregator.h"
 #include "weir/status.h"
 #include "weir/stream.h"
+#include "weir/window.h"
 
 namespace weir::dataflow {
 
@@ -26,6 +28,7 @@ enum class StepKind {
   kUpdate,
   kGroupBy,
   kAggregate,
+  kWindow,
   kTopicSink,
   kFileSink,
   kStdoutSink,
@@ -36,6 +39,19 @@ bool IsSource(StepKind kind);
 bool IsSink(StepKind kind);
 // Steps with per-key state in the task's store.
 bool IsStateful(StepKind kind);
+
+// A window step: what WindowedStream collected.
+struct WindowStep {
+  WindowDefinition definition;
+  std::vector<std::pair<std::string, AggregatorPtr>> aggregations;
+  bool single_unnamed = false;
+  Closing closing = Closing::kKey;
+  bool final = true;  // .Final(); else .Current()
+  std::function<void(const LateRecord&)> on_late;
+  std::string late_topic;
+  std::string late_file;
+  std::function<bool(const Value&)> trigger;
+};
 
 struct GroupBySpec {
   std::string field;
@@ -60,6 +76,7 @@ struct Step {
   std::function<void(Value&, State&)> update;
   GroupBySpec group_by;
   std::vector<std::pair<std::string, AggregatorPtr>> aggregations;
+  std::shared_ptr<const WindowStep> window;
   TopicSinkOptions topic_sink;
   std::string file_sink_path;
 

@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "dataflow/window_operator.h"
 #include "state/key_encoding.h"
+#include "window/aggregations.h"
 
 namespace weir::dataflow {
 
@@ -142,26 +144,19 @@ class GroupByOperator : public Operator {
 class AggregateOperator : public Operator {
  public:
   AggregateOperator(const Step& step, TaskContext& ctx)
-      : aggregations_(step.aggregations), ctx_(ctx), store_(ctx.Store(step.name)) {}
+      : aggregations_(step.aggregations, false), ctx_(ctx), store_(ctx.Store(step.name)) {}
   void Process(Record&& r) override {
-    for (const auto& [name, agg] : aggregations_) {
-      Status accepted = agg->Accepts(r.value);
-      if (!accepted.ok()) return ctx_.DeadLetter(accepted.message(), r);
-    }
+    Status accepted = aggregations_.Accepts(r.value);
+    if (!accepted.ok()) return ctx_.DeadLetter(accepted.message(), r);
     key_.clear();
     state::AppendMessageKey(key_, r.key.bytes());
     auto stored = store_.Mutate(key_);
     if (!stored.ok()) return Fail(stored.status());
-    Value::Array& accs = Accumulators(**stored);
-    Value out = Value(Value::Object());
-    Value::Object& fields = out.as_object();
+    aggregations_.Add(**stored, r.value, r.timestamp);
+    Value::Object fields;
     fields.reserve(aggregations_.size());
-    for (size_t i = 0; i < aggregations_.size(); ++i) {
-      const Aggregator& agg = *aggregations_[i].second;
-      agg.Add(accs[i], r.value, r.timestamp);
-      fields.emplace_back(aggregations_[i].first, agg.Result(accs[i]));
-    }
-    r.value = std::move(out);
+    aggregations_.AppendResults(**stored, fields);
+    r.value = Value(std::move(fields));
     Forward(std::move(r));
   }
 
@@ -172,19 +167,7 @@ class AggregateOperator : public Operator {
   }
 
  private:
-  // The accumulators in the stored value, made whole: a key seen for the first time (null), or
-  // a stored null or short array, gets initial accumulators where it has none.
-  Value::Array& Accumulators(Value& stored) const {
-    if (!stored.is_array()) stored = Value(Value::Array());
-    Value::Array& accs = stored.as_array();
-    if (accs.size() < aggregations_.size()) accs.resize(aggregations_.size());
-    for (size_t i = 0; i < aggregations_.size(); ++i) {
-      if (accs[i].is_null()) accs[i] = aggregations_[i].second->Initial();
-    }
-    return accs;
-  }
-
-  std::vector<std::pair<std::string, AggregatorPtr>> aggregations_;
+  window::Aggregations aggregations_;
   TaskContext& ctx_;
   state::KeyValueStore& store_;
   std::string key_;
@@ -211,8 +194,12 @@ class LineSinkOperator : public Operator {
 
 }  // namespace
 
-std::unique_ptr<Operator> MakeOperator(const Step& step, std::string_view application,
-                                       TaskContext& ctx) {
+namespace {
+
+// The operators whose construction cannot fail.
+std::unique_ptr<Operator> MakeStatelessOrKeyedOperator(const Step& step,
+                                                       std::string_view application,
+                                                       TaskContext& ctx) {
   switch (step.kind) {
     case StepKind::kMap:
       return std::make_unique<MapOperator>(step);
@@ -228,6 +215,7 @@ std::unique_ptr<Operator> MakeOperator(const Step& step, std::string_view applic
           step, ctx, ctx.TopicOutput(RepartitionTopicName(application, step.name)));
     case StepKind::kAggregate:
       return std::make_unique<AggregateOperator>(step, ctx);
+    case StepKind::kWindow:
     case StepKind::kTopicSink:
       return std::make_unique<TopicSinkOperator>(ctx.TopicOutput(step.topic_sink.topic));
     case StepKind::kFileSink:
@@ -239,8 +227,17 @@ std::unique_ptr<Operator> MakeOperator(const Step& step, std::string_view applic
     case StepKind::kGeneratorSource:
       break;
   }
-  WEIR_CHECK(false, "MakeOperator called for source step " + step.name);
   return nullptr;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Operator>> MakeOperator(const Step& step, std::string_view application,
+                                               TaskContext& ctx) {
+  if (step.kind == StepKind::kWindow) return MakeWindowOperator(step, ctx);
+  std::unique_ptr<Operator> op = MakeStatelessOrKeyedOperator(step, application, ctx);
+  if (op == nullptr) return Status::Internal("no operator for step " + step.name);
+  return op;
 }
 
 }  // namespace weir::dataflow

@@ -46,8 +46,9 @@ class Operator {
 };
 
 // Builds the operator of a non-source step of `application`. `ctx` outlives the operator.
-std::unique_ptr<Operator> MakeOperator(const Step& step, std::string_view application,
-                                       TaskContext& ctx);
+// Errors come from restoring a step's state.
+Result<std::unique_ptr<Operator>> MakeOperator(const Step& step, std::string_view application,
+                                               TaskContext& ctx);
 
 // The name of the repartition topic of a group-by step of an application.
 std::string RepartitionTopicName(std::string_view application, std::string_view step_name);

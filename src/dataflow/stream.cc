@@ -3,6 +3,7 @@
 
 #include "dataflow/graph.h"
 #include "dataflow/step_state.h"
+#include "weir/window.h"
 
 namespace weir {
 
@@ -87,5 +88,97 @@ void Stream::ToFile(std::string path) {
 }
 
 void Stream::ToStdout() { graph_->Add(StepAfter(node_, dataflow::StepKind::kStdoutSink, "")); }
+
+}  // namespace weir
+
+namespace weir {
+
+WindowedStream Stream::Window(WindowDefinition definition) {
+  return WindowedStream(graph_, node_, std::move(definition));
+}
+
+WindowedStream& WindowedStream::Agg(
+    std::vector<std::pair<std::string, AggregatorPtr>> aggregations) {
+  aggregations_ = std::move(aggregations);
+  single_unnamed_ = false;
+  return *this;
+}
+
+WindowedStream& WindowedStream::Agg(AggregatorPtr aggregation) {
+  aggregations_ = {{"value", std::move(aggregation)}};
+  single_unnamed_ = true;
+  return *this;
+}
+
+WindowedStream& WindowedStream::Closing(weir::Closing closing) {
+  closing_ = closing;
+  return *this;
+}
+
+WindowedStream& WindowedStream::OnLate(std::function<void(const LateRecord&)> on_late) {
+  on_late_ = std::move(on_late);
+  return *this;
+}
+
+WindowedStream& WindowedStream::LateTopic(std::string topic) {
+  late_topic_ = std::move(topic);
+  return *this;
+}
+
+WindowedStream& WindowedStream::LateFile(std::string path) {
+  late_file_ = std::move(path);
+  return *this;
+}
+
+WindowedStream& WindowedStream::Trigger(std::function<bool(const Value& result)> fire) {
+  trigger_ = std::move(fire);
+  return *this;
+}
+
+Stream WindowedStream::Final() { return Emit(true); }
+Stream WindowedStream::Current() { return Emit(false); }
+
+Stream WindowedStream::Emit(bool final) {
+  const std::string what = definition_.Describe();
+  Status valid = definition_.Validate();
+  if (!valid.ok()) graph_->Fail(valid.message());
+  if (aggregations_.empty()) graph_->Fail(what + ": no aggregation; add .Agg(...)");
+  for (const auto& [name, agg] : aggregations_) {
+    if (name.empty() || agg == nullptr)
+      graph_->Fail(what + ": an aggregation needs a name and an aggregator");
+    if (name == "start" || name == "end") {
+      graph_->Fail(what + ": '" + name +
+                   "' names the window bound in results; choose another name");
+    }
+    if (definition_.kind() == WindowKind::kSession && agg && !agg->mergeable()) {
+      graph_->Fail(what + ": " + agg->Describe() +
+                   " cannot merge, and sessions merge when an event bridges two; give it a merger");
+    }
+  }
+  if (trigger_ && definition_.kind() == WindowKind::kSession) {
+    graph_->Fail(what +
+                 ": triggers are refused on session windows: an event that bridges two "
+                 "sessions belongs to both, so there is no single current value to fire on");
+  }
+  if (trigger_ && definition_.kind() == WindowKind::kSliding) {
+    graph_->Fail(what +
+                 ": triggers are refused on sliding windows: every event defines a window "
+                 "and updates the ones before it");
+  }
+  if (definition_.is_count() && closing_ == weir::Closing::kPartition) {
+    graph_->Fail(what +
+                 ": count windows close when they are full; closing strategies apply to "
+                 "time windows");
+  }
+  if (!late_topic_.empty() && !late_file_.empty()) {
+    graph_->Fail(what + ": give a late topic or a late file, not both");
+  }
+  dataflow::Step s = StepAfter(parent_, dataflow::StepKind::kWindow, "");
+  auto step = std::make_shared<dataflow::WindowStep>(
+      dataflow::WindowStep{definition_, aggregations_, single_unnamed_, closing_, final, on_late_,
+                           late_topic_, late_file_, trigger_});
+  s.window = std::move(step);
+  return Stream(graph_, graph_->Add(std::move(s)));
+}
 
 }  // namespace weir

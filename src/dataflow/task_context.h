@@ -26,6 +26,8 @@ class TaskContext {
   // Sends input that never became a record (a malformed line) to the dead-letter topic: the
   // reason, where it was (`position`, e.g. {"line": 12}) and its raw bytes.
   virtual void RawDeadLetter(std::string_view reason, Value position, std::string_view raw) = 0;
+  // Counts an event a window step found late (it has already gone where late events go).
+  virtual void CountLate() = 0;
   virtual Watermark watermark() const = 0;
 };
 

@@ -1,0 +1,168 @@
+// Windows (DESIGN.md §6): group a keyed stream's events into windows and aggregate each.
+//
+//   stream.Window(weir::WindowDefinition::Session(std::chrono::seconds(30)))
+//       .Agg({{"clicks", weir::agg::Count()}, {"revenue", weir::agg::Sum("amount")}})
+//       .Final();                      // one result per window, when it closes
+//
+// RESULTS. A result is a record under the original key whose value is
+// {"start": S, "end": E, "<name>": <aggregate>, ...} ({"start", "end", "value"} for a single
+// unnamed aggregation) and whose timestamp is E - 1, the window's last instant. Intervals are
+// half-open [start, end).
+//
+// PER EVENT, in this order: (1) an aggregation that cannot take the value sends the record to
+// the dead-letter topic (nothing else happens); (2) the watermarks take the event: the partition
+// watermark is the largest event time seen in the partition so far (every record read counts,
+// even ones a filter before the window dropped), a key's watermark the largest seen for that
+// key; (3) the event is late, or it is added to its windows (and .Current() emits every window
+// it changed, in ascending start order); (4) windows that are now closed are emitted by
+// .Final() (a key's in ascending end, then start) and forgotten. At the end of a bounded input
+// the watermark becomes +infinity and every window closes.
+// `wm` below is the key's watermark under Closing::kKey, the partition's under kPartition.
+//
+// TIME WINDOWS (event time, milliseconds):
+//   - tumbling(size) and hopping(size, step): windows [k*step, k*step + size) for every integer
+//     k, aligned to the epoch; an event at t belongs to every one containing t. A window closes
+//     when wm >= end + grace. An event is late iff every window containing it has closed, i.e.
+//     wm >= (the largest end of a window containing t) + grace; late_by_ms = wm - that - grace.
+//   - sliding(size): each event at t defines its window [t - size + 1, t + 1) (the key's events
+//     in (t - size, t]); the window holds every admissible event of the key with a time in it,
+//     whenever they arrive. It closes when wm >= end + grace. An event is late iff
+//     wm >= t + size + grace (no window could still hold it); late_by_ms = wm - (t + size + grace).
+//     An admissible event whose own window is already closed still joins the open windows that
+//     contain it, and its own window is emitted at once (Final) with every stored event in it.
+//   - session(gap): an event at t joins a session iff first - gap <= t <= last + gap (it lies
+//     within one gap of the session's first or last event, or between them); an event within
+//     a gap of two sessions merges them (and their aggregates), and the merged-away
+//     session is deleted (.Current() then emits the merged session, with its new start). A
+//     session is [first, last + 1). It closes once wm > last + 2*gap + grace. An event is late
+//     iff t < wm - gap - grace; late_by_ms = wm - gap - grace - t. So stored sessions are
+//     maximal, disjoint and never within one gap of each other (timestamp 0 included).
+//   Grace and gap may change across a restart of the application: the bound below which events
+//   are late never moves back (a persisted cursor), so a window that was emitted is never
+//   emitted again.
+//
+// COUNT WINDOWS (each key's events in arrival order; no watermark, no lateness, no grace):
+//   tumbling(n): events #0..n-1, #n..2n-1, ...; hopping(n, step): windows of n events starting
+//   at every step-th event (#0, #step, #2*step, ...); sliding(n) = hopping(n, 1). A window
+//   closes when it holds n events. Its start is the smallest event time in it and its end the
+//   largest + 1. A window still short of n events at the end of a bounded input is not emitted.
+//
+// LATE EVENTS are never added to any window and never disappear silently: they are counted,
+// written to the late topic if one is set ({"reason", "late_by_ms", "value": <the value>}
+// under the original key and timestamp), and passed to OnLate.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "weir/record.h"
+#include "weir/status.h"
+#include "weir/stream.h"
+
+namespace weir {
+
+enum class WindowKind : uint8_t {
+  kTumbling,
+  kHopping,
+  kSliding,
+  kSession,
+  kCountTumbling,
+  kCountHopping,
+  kCountSliding,
+};
+
+// What windows to make. The factories never fail; a definition that cannot be run (a size <= 0,
+// a step above the size, a negative grace, grace on a count window) makes the application's
+// Run() fail before anything runs, with the reason.
+class WindowDefinition {
+ public:
+  static WindowDefinition Tumbling(std::chrono::milliseconds size);
+  static WindowDefinition Hopping(std::chrono::milliseconds size, std::chrono::milliseconds step);
+  static WindowDefinition Sliding(std::chrono::milliseconds size);
+  static WindowDefinition Session(std::chrono::milliseconds inactivity_gap);
+  static WindowDefinition CountTumbling(int64_t n);
+  static WindowDefinition CountHopping(int64_t n, int64_t step);
+  static WindowDefinition CountSliding(int64_t n);
+  // How long after a window's close time events may still arrive for it (time windows).
+  WindowDefinition& Grace(std::chrono::milliseconds grace);
+
+  WindowKind kind() const { return kind_; }
+  int64_t size() const { return size_; }  // ms, or events for count windows; the gap for sessions
+  int64_t step() const { return step_; }  // ms or events (hopping); = size for tumbling
+  int64_t grace() const { return grace_; }
+  bool is_count() const {
+    return kind_ == WindowKind::kCountTumbling || kind_ == WindowKind::kCountHopping ||
+           kind_ == WindowKind::kCountSliding;
+  }
+  // OK, or kInvalidArgument naming what is wrong.
+  Status Validate() const;
+  // "session(gap=30000ms, grace=0ms)".
+  std::string Describe() const;
+
+ private:
+  WindowDefinition(WindowKind kind, int64_t size, int64_t step)
+      : kind_(kind), size_(size), step_(step) {}
+  WindowKind kind_;
+  int64_t size_;
+  int64_t step_;
+  int64_t grace_ = 0;
+};
+
+enum class Closing : uint8_t { kKey, kPartition };
+
+// An event that arrived after every window it belongs to had closed.
+struct LateRecord {
+  Record record;
+  std::string reason;  // "session closed: ts 1000 < watermark 40000 - gap 30000 - grace 0"
+  int64_t late_by_ms;  // how far past the admissible bound it is
+};
+
+class WindowedStream {
+ public:
+  // The aggregations of each window, under names: {"<name>": <result>, ...}.
+  WindowedStream& Agg(std::vector<std::pair<std::string, AggregatorPtr>> aggregations);
+  // One unnamed aggregation: {"start", "end", "value"}.
+  WindowedStream& Agg(AggregatorPtr aggregation);
+  WindowedStream& Closing(weir::Closing closing);
+  // Called on the task's thread for every late event (after it is counted and written to the
+  // late topic, if any). Must not block.
+  WindowedStream& OnLate(std::function<void(const LateRecord&)> on_late);
+  // Late events also go to this topic: {"reason", "late_by_ms", "value"} under the event's key
+  // and timestamp (exactly once, like every output).
+  WindowedStream& LateTopic(std::string topic);
+  // ...or to this file of JSON lines, {"key", "timestamp", "value": {"reason", ...}}.
+  WindowedStream& LateFile(std::string path);
+  // Early firing: after each update, if `fire(result)` is true the window is emitted and
+  // closed at once. Refused on session windows (a bridging event belongs to two sessions, so
+  // there is no single current value to fire on) and on sliding windows.
+  WindowedStream& Trigger(std::function<bool(const Value& result)> fire);
+
+  // One result per window, when it closes.
+  Stream Final();
+  // A result on every update of a window (a session merge is an update of the merged session,
+  // with its new start).
+  Stream Current();
+
+ private:
+  friend class Stream;
+  WindowedStream(dataflow::Graph* graph, int parent, WindowDefinition definition)
+      : graph_(graph), parent_(parent), definition_(std::move(definition)) {}
+  Stream Emit(bool final);
+
+  dataflow::Graph* graph_;
+  int parent_;
+  WindowDefinition definition_;
+  std::vector<std::pair<std::string, AggregatorPtr>> aggregations_;
+  bool single_unnamed_ = false;
+  weir::Closing closing_ = weir::Closing::kKey;
+  std::function<void(const LateRecord&)> on_late_;
+  std::string late_topic_;
+  std::string late_file_;
+  std::function<bool(const Value&)> trigger_;
+};
+
+}  // namespace weir

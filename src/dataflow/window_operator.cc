@@ -1,0 +1,234 @@
+// The window step: per event, one state lookup (the key's windows live in one value, see
+// window/key_windows.h), the window rules, and what they emit.
+//
+// Closing by partition needs every key's windows in close order: an in-memory index of
+// (end, key, start) over all open windows, kept as windows are created and removed and rebuilt
+// from the store when the task opens. A sweep looks at the index's first entry (O(1) when
+// nothing is due) and removes what is due (O(log n) each), so expiry never scans open windows.
+#include "dataflow/window_operator.h"
+
+#include <set>
+#include <tuple>
+
+#include "state/key_encoding.h"
+#include "window/aggregations.h"
+#include "window/key_windows.h"
+
+namespace weir::dataflow {
+namespace {
+
+using window::AddOutcome;
+using window::Bounds;
+using window::KeyState;
+using window::KeyWindows;
+using window::WindowValue;
+
+// The state key of the partition's bounds: a 1-byte key cannot be an encoded message key
+// (those start with a 4-byte length).
+const std::string kPartitionKey = "\xff";
+
+struct IndexEntry {
+  int64_t end;
+  std::string key;  // the encoded message key (its state key)
+  int64_t start;
+  friend auto operator<=>(const IndexEntry&, const IndexEntry&) = default;
+};
+
+class WindowOperator : public Operator {
+ public:
+  WindowOperator(const Step& step, TaskContext& ctx)
+      : spec_(*step.window),
+        ctx_(ctx),
+        store_(ctx.Store(step.name)),
+        aggregations_(spec_.aggregations, spec_.single_unnamed),
+        windows_(spec_.definition, aggregations_, !spec_.final, spec_.trigger),
+        partition_mode_(spec_.closing == Closing::kPartition && !spec_.definition.is_count()) {
+    if (!spec_.late_topic.empty()) late_topic_ = &ctx.TopicOutput(spec_.late_topic);
+    if (!spec_.late_file.empty()) late_file_ = &ctx.FileOutput(spec_.late_file);
+  }
+
+  // Reads what the store holds: the partition's bounds and, closing by partition, the index.
+  Status Restore() {
+    WEIR_ASSIGN_OR_RETURN(const Value* partition, store_.Get(kPartitionKey));
+    if (partition != nullptr && partition->is_array() && partition->as_array().size() == 2) {
+      partition_bounds_ =
+          Bounds{partition->as_array()[0].as_int(), partition->as_array()[1].as_int()};
+    }
+    if (!partition_mode_) return Status::OK();
+    return store_.Scan("", "", false, [&](std::string_view key, const Value& state) {
+      if (key == kPartitionKey || !state.is_array()) return true;
+      Value copy = state;  // KeyState views a mutable value
+      KeyState ks(copy);
+      for (const Value& w : ks.windows()) {
+        index_.insert({KeyState::End(w), std::string(key), KeyState::Start(w)});
+      }
+      return true;
+    });
+  }
+
+  void Process(Record&& r) override {
+    Status accepted = aggregations_.Accepts(r.value);
+    if (!accepted.ok()) return ctx_.DeadLetter(accepted.message(), r);
+    state_key_.clear();
+    state::AppendMessageKey(state_key_, r.key.bytes());
+    auto stored = store_.Mutate(state_key_);
+    if (!stored.ok()) return Fail(stored.status());
+    KeyState key(**stored, r.key.serde());
+
+    Bounds bounds;
+    if (partition_mode_) {
+      partition_bounds_.Advance(spec_.definition, ctx_.watermark());
+      bounds = partition_bounds_;
+    } else {
+      key.set_watermark(std::max(key.watermark(), r.timestamp.value()));
+      bounds = key.bounds();
+      bounds.Advance(spec_.definition, Watermark(key.watermark()));
+      key.set_bounds(bounds);
+    }
+    windows_.Add(key, bounds, r.value, r.timestamp, outcome_);
+    if (outcome_.late) return Late(std::move(r));
+
+    for (const WindowValue& w : outcome_.current) Emit(r.key, w);
+    for (const WindowValue& w : outcome_.ready) Emit(r.key, w);
+    if (partition_mode_) {
+      for (const window::WindowSpan& s : outcome_.removed)
+        index_.erase({s.end, state_key_, s.start});
+      for (const window::WindowSpan& s : outcome_.created)
+        index_.insert({s.end, state_key_, s.start});
+      if (key.empty()) store_.Delete(state_key_);  // the partition's bounds cover its lateness
+      SaveBounds();
+      Sweep();
+      return;
+    }
+    closed_.clear();
+    windows_.Expire(key, bounds, closed_);
+    for (WindowValue& w : closed_) EmitClosed(r.key, w);
+  }
+
+  void OnWatermark(Watermark watermark) override {
+    if (partition_mode_) {
+      // An idle tick or the end of input: windows close without new events.
+      partition_bounds_.Advance(spec_.definition, watermark);
+      SaveBounds();
+      Sweep();
+    } else if (watermark.IsEndOfInput()) {
+      CloseEveryKey();
+    }
+    Operator::OnWatermark(watermark);
+  }
+
+ private:
+  void SaveBounds() {
+    if (partition_bounds_.close == saved_bounds_.close &&
+        partition_bounds_.late == saved_bounds_.late) {
+      return;
+    }
+    store_.Put(kPartitionKey,
+               Value(Value::Array{Value(partition_bounds_.close), Value(partition_bounds_.late)}));
+    saved_bounds_ = partition_bounds_;
+  }
+
+  // Closes every due window of every key, key by key in the order of their first due window.
+  void Sweep() {
+    while (!index_.empty() && index_.begin()->end <= partition_bounds_.close) {
+      const std::string key_bytes = index_.begin()->key;
+      auto stored = store_.Mutate(key_bytes);
+      if (!stored.ok()) return Fail(stored.status());
+      KeyState key(**stored);
+      closed_.clear();
+      windows_.Expire(key, partition_bounds_, closed_);
+      if (closed_.empty()) {
+        // The index and the key's windows disagree: drop the entry rather than loop.
+        Fail(Status::Internal("window index entry without its window, key " + key_bytes));
+        index_.erase(index_.begin());
+        continue;
+      }
+      auto message_key = MessageKey(key_bytes, key.serde());
+      if (!message_key.ok()) return Fail(message_key.status());
+      for (WindowValue& w : closed_) {
+        index_.erase({w.end, key_bytes, w.start});
+        EmitClosed(*message_key, w);
+      }
+      if (key.empty()) store_.Delete(key_bytes);
+    }
+  }
+
+  // End of input closing by key: every key's windows close.
+  void CloseEveryKey() {
+    std::vector<std::string> keys;
+    Status scanned = store_.Scan("", "", false, [&](std::string_view key, const Value&) {
+      if (key != kPartitionKey) keys.emplace_back(key);
+      return true;
+    });
+    if (!scanned.ok()) return Fail(scanned);
+    for (const std::string& key_bytes : keys) {
+      auto stored = store_.Mutate(key_bytes);
+      if (!stored.ok()) return Fail(stored.status());
+      KeyState key(**stored);
+      if (key.empty()) continue;
+      auto message_key = MessageKey(key_bytes, key.serde());
+      if (!message_key.ok()) return Fail(message_key.status());
+      closed_.clear();
+      windows_.CloseAll(key, closed_);
+      for (WindowValue& w : closed_) EmitClosed(*message_key, w);
+    }
+  }
+
+  // The message key a state key encodes, with the serde it was stored with: partition-mode
+  // results carry the real key, never the store's encoding.
+  static Result<Key> MessageKey(std::string_view state_key, KeySerde serde) {
+    std::string_view in = state_key;
+    std::optional<std::string_view> bytes = state::ReadMessageKey(in);
+    if (!bytes) return Status::Corruption("window state key is not an encoded message key");
+    return Key::FromBytes(serde, *bytes);
+  }
+
+  void EmitClosed(const Key& key, WindowValue& w) {
+    if (spec_.final && !w.fired) Emit(key, w);
+  }
+
+  void Emit(const Key& key, const WindowValue& w) {
+    Forward(Record{key, windows_.Result(w.start, w.end, w.accumulators), EventTime(w.end - 1), {}});
+  }
+
+  void Late(Record&& r) {
+    ctx_.CountLate();
+    if (late_topic_ != nullptr || late_file_ != nullptr) {
+      Record late{r.key,
+                  Value::MakeObject({{"reason", Value(outcome_.reason)},
+                                     {"late_by_ms", Value(outcome_.late_by_ms)},
+                                     {"value", r.value}}),
+                  r.timestamp,
+                  {}};
+      if (late_topic_ != nullptr) late_topic_->Write(late);
+      if (late_file_ != nullptr) late_file_->Write(late);
+    }
+    if (spec_.on_late)
+      spec_.on_late(LateRecord{std::move(r), outcome_.reason, outcome_.late_by_ms});
+  }
+
+  const WindowStep& spec_;
+  TaskContext& ctx_;
+  state::KeyValueStore& store_;
+  window::Aggregations aggregations_;
+  KeyWindows windows_;
+  const bool partition_mode_;
+  TopicWriter* late_topic_ = nullptr;
+  LineWriter* late_file_ = nullptr;
+  Bounds partition_bounds_;
+  Bounds saved_bounds_;
+  std::set<IndexEntry> index_;
+  std::string state_key_;
+  AddOutcome outcome_;
+  std::vector<WindowValue> closed_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Operator>> MakeWindowOperator(const Step& step, TaskContext& ctx) {
+  auto op = std::make_unique<WindowOperator>(step, ctx);
+  WEIR_RETURN_IF_ERROR(op->Restore().WithContext("restoring window step " + step.name));
+  return std::unique_ptr<Operator>(std::move(op));
+}
+
+}  // namespace weir::dataflow

@@ -1,0 +1,46 @@
+// Aggregations: the named aggregators of one step (a running Aggregate or a window's .Agg),
+// applied together to an accumulator array with one slot per aggregator.
+// Thread safety: immutable; shared by every task.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "weir/aggregator.h"
+#include "weir/stream.h"
+#include "weir/value.h"
+
+namespace weir::window {
+
+class Aggregations {
+ public:
+  // `single_unnamed`: one aggregation whose result is written as "value".
+  Aggregations(std::vector<std::pair<std::string, AggregatorPtr>> named, bool single_unnamed);
+
+  size_t size() const { return named_.size(); }
+  bool empty() const { return named_.empty(); }
+  bool mergeable() const;
+  // "count=count sum=sum(amount)": the definition fingerprint.
+  std::string Describe() const;
+
+  // OK if every aggregator takes the record value; else the first refusal (-> dead letter).
+  Status Accepts(const Value& record_value) const;
+  // Fresh accumulators: an array with each aggregator's Initial().
+  Value Initial() const;
+  // Makes `accs` a full accumulator array (a stored null or a short array is completed with
+  // initial accumulators) and returns it.
+  Value::Array& Normalize(Value& accs) const;
+  // Folds one record into every accumulator. REQUIRES: Accepts(record_value).
+  void Add(Value& accs, const Value& record_value, EventTime timestamp) const;
+  // The accumulators of the union of two inputs (nulls taken as initial).
+  Value Merge(const Value& a, const Value& b) const;
+  // Appends the results as members: one per name, or "value" for a single unnamed one.
+  void AppendResults(const Value& accs, Value::Object& out) const;
+
+ private:
+  std::vector<std::pair<std::string, AggregatorPtr>> named_;
+  bool single_unnamed_;
+};
+
+}  // namespace weir::window
