@@ -89,7 +89,11 @@ class WindowOperator : public Operator {
     if (outcome_.late) return Late(std::move(r));
 
     for (const WindowValue& w : outcome_.current) Emit(r.key, w);
-    for (const WindowValue& w : outcome_.ready) Emit(r.key, w);
+    // Windows complete now (full count windows, fired triggers) are final results; .Current()
+    // already reported the update that completed them.
+    if (spec_.final) {
+      for (const WindowValue& w : outcome_.ready) Emit(r.key, w);
+    }
     if (partition_mode_) {
       for (const window::WindowSpan& s : outcome_.removed)
         index_.erase({s.end, state_key_, s.start});

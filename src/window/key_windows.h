@@ -86,7 +86,11 @@ class KeyState {
   Value::Array& windows() { return slots()[kWindows].as_array(); }
   const Value::Array& windows() const { return slots()[kWindows].as_array(); }
   Value& extra() { return slots()[kExtra]; }
-  bool empty() const { return windows().empty(); }
+  // No window and nothing kept for future windows (a sliding window's events).
+  bool empty() const {
+    const Value& extra = slots()[kExtra];
+    return windows().empty() && !(extra.is_array() && !extra.as_array().empty());
+  }
   // The window starting at `start`, or nullptr.
   Value::Array* Find(int64_t start);
 
