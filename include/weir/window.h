@@ -16,7 +16,9 @@
 // key; (3) the event is late, or it is added to its windows (and .Current() emits every window
 // it changed, in ascending start order); (4) windows that are now closed are emitted by
 // .Final() (a key's in ascending end, then start) and forgotten. At the end of a bounded input
-// the watermark becomes +infinity and every window closes.
+// the watermark becomes +infinity and every window closes, for good: a later run over more
+// input (a file that grew, a bounded topic that did) finds them closed and its events for them
+// late; reset the pipeline to start over.
 // `wm` below is the key's watermark under Closing::kKey, the partition's under kPartition.
 //
 // TIME WINDOWS (event time, milliseconds):

@@ -169,6 +169,11 @@ class WindowOperator : public Operator {
       auto stored = store_.Mutate(key_bytes);
       if (!stored.ok()) return Fail(stored.status());
       KeyState key(**stored);
+      // Closed for good: a later run over more input finds these windows closed, as closing by
+      // partition does with the partition's bounds.
+      Bounds everything;
+      everything.Advance(spec_.definition, Watermark::Max());
+      key.set_bounds(everything);
       if (key.empty()) continue;
       auto message_key = MessageKey(key_bytes, key.serde());
       if (!message_key.ok()) return Fail(message_key.status());
