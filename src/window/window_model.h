@@ -160,19 +160,19 @@ class WindowModel {
     }
     KeyState& k = keys_[e.key];
     k.watermark = std::max(k.watermark, e.ts);  // (2)
-    int64_t wm = Watermark(k);
-    out_.watermark_of[e.id] = wm;
+    out_.watermark_of[e.id] = def_.partition_closing ? partition_watermark_ : k.watermark;
+    int64_t bound = Bound(k);
     std::optional<Window> at_once;  // (sliding) its own window, closed before it came
     switch (def_.kind) {
       case ModelKind::kTumbling:
       case ModelKind::kHopping:
-        AddToFixedWindows(e, k, wm);
+        AddToFixedWindows(e, k, bound);
         break;
       case ModelKind::kSliding:
-        at_once = AddToSlidingWindows(e, k, wm);
+        at_once = AddToSlidingWindows(e, k, bound);
         break;
       case ModelKind::kSession:
-        AddToSession(e, k, wm);
+        AddToSession(e, k, bound);
         break;
       default:
         break;
@@ -191,6 +191,14 @@ class WindowModel {
     CloseWindows(false, std::nullopt);
   }
 
+  // A restart of the application with another grace. The bound below which events are late
+  // never moves back: each closing scope keeps the bound it had reached.
+  void Restart(int64_t new_grace) {
+    for (auto& [key, k] : keys_) k.cursor = Bound(k.watermark, k.cursor);
+    partition_cursor_ = Bound(partition_watermark_, partition_cursor_);
+    def_.grace = new_grace;
+  }
+
   const ModelOutput& output() const { return out_; }
 
  private:
@@ -199,6 +207,7 @@ class WindowModel {
 
   struct KeyState {
     int64_t watermark = kNoWatermark;
+    int64_t cursor = kNoWatermark;           // the bound reached before the last restart
     std::vector<ModelEvent> admitted;        // every admitted event, in arrival order
     std::set<Window> open;                   // time windows holding events, not yet closed
     std::vector<ModelEvent> session_events;  // sessions: the events of open sessions
@@ -210,15 +219,28 @@ class WindowModel {
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
   }
 
-  int64_t Watermark(const KeyState& k) const {
-    return def_.partition_closing ? partition_watermark_ : k.watermark;
+  // Closing and lateness compare times with one bound per closing scope (the key under
+  // Closing::kKey, the partition under kPartition): wm - grace for time windows, wm - gap - grace
+  // for sessions. Since wm never moves back, neither does the bound while the grace is the same;
+  // across a restart that changes the grace, the bound reached before is kept (Restart).
+  int64_t Bound(int64_t wm, int64_t cursor) const {
+    if (wm == kEndOfInput) return kEndOfInput;
+    if (wm == kNoWatermark) return cursor;
+    int64_t bound = wm - def_.grace - (def_.kind == ModelKind::kSession ? def_.size : 0);
+    return std::max(bound, cursor);
+  }
+  int64_t Bound(const KeyState& k) const {
+    return def_.partition_closing ? Bound(partition_watermark_, partition_cursor_)
+                                  : Bound(k.watermark, k.cursor);
   }
 
-  bool IsClosed(const Window& w, int64_t wm) const {
-    if (wm == kNoWatermark) return false;
-    if (wm == kEndOfInput) return true;
-    if (def_.kind == ModelKind::kSession) return wm > (w.second - 1) + 2 * def_.size + def_.grace;
-    return wm >= w.second + def_.grace;
+  // Time windows close when wm >= end + grace, i.e. end <= bound; sessions once
+  // wm > last + 2*gap + grace, i.e. last + gap < bound.
+  bool IsClosed(const Window& w, int64_t bound) const {
+    if (bound == kNoWatermark) return false;
+    if (bound == kEndOfInput) return true;
+    if (def_.kind == ModelKind::kSession) return (w.second - 1) + def_.size < bound;
+    return w.second <= bound;
   }
 
   // The aggregates of `events` (any order; ids give arrival order).
@@ -269,22 +291,24 @@ class WindowModel {
     return ws;
   }
 
-  void AddToFixedWindows(const ModelEvent& e, KeyState& k, int64_t wm) {
+  // Late iff every window containing the event has closed, i.e. wm >= largest end + grace;
+  // late_by_ms = wm - largest end - grace = bound - largest end.
+  void AddToFixedWindows(const ModelEvent& e, KeyState& k, int64_t bound) {
     std::vector<Window> ws = FixedWindowsOf(e.ts);
     bool all_closed = true;
     int64_t largest_end = std::numeric_limits<int64_t>::min();
     for (const Window& w : ws) {
-      all_closed = all_closed && IsClosed(w, wm);
+      all_closed = all_closed && IsClosed(w, bound);
       largest_end = std::max(largest_end, w.second);
     }
     if (all_closed) {
-      Late(e, wm - largest_end - def_.grace);
+      Late(e, bound - largest_end);
       return;
     }
     k.admitted.push_back(e);
     std::vector<ModelResult> changed;
     for (const Window& w : ws) {
-      if (IsClosed(w, wm)) continue;  // emitted and forgotten: never reopened
+      if (IsClosed(w, bound)) continue;  // emitted and forgotten: never reopened
       k.open.insert(w);
       changed.push_back(Contents(k, w));
     }
@@ -293,15 +317,16 @@ class WindowModel {
 
   // Sliding: each event at t defines [t - size + 1, t + 1). Returns the event's own window if
   // it was closed already (it is then emitted at once).
-  std::optional<Window> AddToSlidingWindows(const ModelEvent& e, KeyState& k, int64_t wm) {
-    if (wm >= e.ts + def_.size + def_.grace) {
-      Late(e, wm - (e.ts + def_.size + def_.grace));
+  // Late iff wm >= t + size + grace, i.e. t + size <= bound.
+  std::optional<Window> AddToSlidingWindows(const ModelEvent& e, KeyState& k, int64_t bound) {
+    if (e.ts + def_.size <= bound) {
+      Late(e, bound - (e.ts + def_.size));
       return std::nullopt;
     }
     k.admitted.push_back(e);
     Window own{e.ts - def_.size + 1, e.ts + 1};
     std::optional<Window> at_once;
-    if (IsClosed(own, wm)) {
+    if (IsClosed(own, bound)) {
       at_once = own;
     } else {
       k.open.insert(own);
@@ -333,9 +358,10 @@ class WindowModel {
     return {s.front().ts, s.back().ts + 1};
   }
 
-  void AddToSession(const ModelEvent& e, KeyState& k, int64_t wm) {
-    if (e.ts < wm - def_.size - def_.grace) {
-      Late(e, wm - def_.size - def_.grace - e.ts);
+  // Late iff t < wm - gap - grace = bound.
+  void AddToSession(const ModelEvent& e, KeyState& k, int64_t bound) {
+    if (e.ts < bound) {
+      Late(e, bound - e.ts);
       return;
     }
     k.admitted.push_back(e);
@@ -350,12 +376,12 @@ class WindowModel {
   // (4): every window now closed, of every key, is emitted (Final) and forgotten.
   void CloseWindows(bool filtered, std::optional<std::pair<std::string, Window>> at_once) {
     for (auto& [key, k] : keys_) {
-      int64_t wm = Watermark(k);
+      int64_t bound = Bound(k);
       std::vector<ModelResult> closed;
       if (def_.kind == ModelKind::kSession) {
         std::vector<ModelEvent> still_open;
         for (const std::vector<ModelEvent>& s : Sessions(k.session_events)) {
-          if (IsClosed(SessionWindow(s), wm)) {
+          if (IsClosed(SessionWindow(s), bound)) {
             closed.push_back(Aggregate(SessionWindow(s), s));
           } else {
             still_open.insert(still_open.end(), s.begin(), s.end());
@@ -364,7 +390,7 @@ class WindowModel {
         k.session_events = std::move(still_open);
       } else {
         for (auto it = k.open.begin(); it != k.open.end();) {
-          if (IsClosed(*it, wm)) {
+          if (IsClosed(*it, bound)) {
             closed.push_back(Contents(k, *it));
             it = k.open.erase(it);
           } else {
@@ -409,6 +435,7 @@ class WindowModel {
 
   ModelDefinition def_;
   int64_t partition_watermark_ = kNoWatermark;
+  int64_t partition_cursor_ = kNoWatermark;
   std::map<std::string, KeyState> keys_;
   ModelOutput out_;
 };
@@ -418,6 +445,20 @@ inline ModelOutput RunWindowModel(const ModelDefinition& definition,
                                   const std::vector<ModelEvent>& events) {
   WindowModel model(definition);
   for (const ModelEvent& e : events) model.Add(e);
+  model.End();
+  return model.output();
+}
+
+// The same with a restart before events[restart_at] that changes the grace to `new_grace`.
+inline ModelOutput RunWindowModel(const ModelDefinition& definition,
+                                  const std::vector<ModelEvent>& events, size_t restart_at,
+                                  int64_t new_grace) {
+  WindowModel model(definition);
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (i == restart_at) model.Restart(new_grace);
+    model.Add(events[i]);
+  }
+  if (restart_at >= events.size()) model.Restart(new_grace);
   model.End();
   return model.output();
 }

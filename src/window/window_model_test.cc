@@ -151,6 +151,32 @@ TEST(SessionModel, MissingValuesAreCountedButNotSummed) {
   EXPECT_FALSE(r.max.has_value());
 }
 
+TEST(SessionModel, TheLatenessBoundNeverMovesBackWhenARestartRaisesTheGrace) {
+  // gap 10, grace 0: 100 sets the bound to 90. Grace 50 after a restart would give 40, but 85
+  // stays late (by 90 - 85).
+  ModelOutput out =
+      RunWindowModel(Def(ModelKind::kSession, 10), Events({100, 85}), /*restart_at=*/1, 50);
+  ASSERT_EQ(out.late.size(), 1u);
+  EXPECT_EQ(out.late[0].late_by_ms, 5);
+}
+
+TEST(SessionModel, AGrownGraceDoesNotStrandAnOpenSession) {
+  // [95, 96) is open at the restart (bound 95 - 10 = 85); with grace 20 the event at 200 sets
+  // the bound to 170 > 95 + 10, which closes it there, not at the end of the input.
+  ModelOutput out =
+      RunWindowModel(Def(ModelKind::kSession, 10), Events({95, 200, 201}), /*restart_at=*/1, 20);
+  ASSERT_EQ(out.final_results["k"].size(), 2u);
+  EXPECT_EQ(Spans({out.final_results["k"][0]}), (Spans3{{95, 96, 1}}));
+}
+
+TEST(TumblingModel, AnEmittedWindowIsNotReopenedWhenARestartRaisesTheGrace) {
+  ModelOutput out = RunWindowModel(Def(ModelKind::kTumbling, 10), Events({1, 15, 5, 12}),
+                                   /*restart_at=*/2, 20);
+  EXPECT_EQ(Spans(out.final_results["k"]), (Spans3{{0, 10, 1}, {10, 20, 2}}));
+  ASSERT_EQ(out.late.size(), 1u);
+  EXPECT_EQ(out.late[0].ts, 5);
+}
+
 TEST(TumblingModel, WindowsAreAlignedHalfOpenAndCloseAtEndPlusGrace) {
   ModelOutput out = RunWindowModel(Def(ModelKind::kTumbling, 10), Events({0, 9, 10, 5, 19}));
   // 10 closes [0, 10) (wm 10 >= 10 + 0), so 5 is late by 10 - 10 - 0 = 0.
