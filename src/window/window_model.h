@@ -132,6 +132,8 @@ struct ModelOutput {
   std::vector<ModelLate> late;  // in arrival order
   // The closing watermark each event was judged by (after step 2), by event id: for repros.
   std::map<int64_t, int64_t> watermark_of;
+  // How often the situations a test means to reach came up ("session merge": 12, ...).
+  std::map<std::string, int64_t> coverage;
 };
 
 class WindowModel {
@@ -148,14 +150,18 @@ class WindowModel {
 
   // Processes one record, steps (1) to (4) of the specification.
   void Add(const ModelEvent& e) {
-    if (e.fate == ModelEvent::Fate::kDeadLetter) return;  // (1): nothing else happens
+    if (e.fate == ModelEvent::Fate::kDeadLetter) {
+      ++out_.coverage["dead letter"];
+      return;  // (1): nothing else happens
+    }
+    if (e.ts == 0) ++out_.coverage["timestamp 0"];
     if (def_.is_count()) {
       AddCount(e);
       return;
     }
     partition_watermark_ = std::max(partition_watermark_, e.ts);
     if (e.fate == ModelEvent::Fate::kFiltered) {
-      CloseWindows(/*filtered=*/true, {});
+      CloseWindows(/*filtered=*/true, {}, &e.key);
       return;
     }
     KeyState& k = keys_[e.key];
@@ -177,9 +183,11 @@ class WindowModel {
       default:
         break;
     }
-    CloseWindows(/*filtered=*/false, at_once ? std::optional<std::pair<std::string, Window>>(
-                                                   std::make_pair(e.key, *at_once))
-                                             : std::nullopt);  // (4)
+    CloseWindows(
+        /*filtered=*/false,
+        at_once ? std::optional<std::pair<std::string, Window>>(std::make_pair(e.key, *at_once))
+                : std::nullopt,
+        &e.key);  // (4)
   }
 
   // The end of a bounded input: the watermark becomes +infinity and every window closes; count
@@ -188,7 +196,7 @@ class WindowModel {
     if (def_.is_count()) return;
     partition_watermark_ = kEndOfInput;
     for (auto& [key, k] : keys_) k.watermark = kEndOfInput;
-    CloseWindows(false, std::nullopt);
+    CloseWindows(false, std::nullopt, nullptr);
   }
 
   // A restart of the application with another grace. The bound below which events are late
@@ -273,6 +281,7 @@ class WindowModel {
 
   void Late(const ModelEvent& e, int64_t late_by) {
     out_.late.push_back({e.key, e.ts, late_by, e.id});
+    ++out_.coverage["late event"];
   }
 
   void EmitCurrent(const std::string& key, std::vector<ModelResult> group) {
@@ -308,7 +317,10 @@ class WindowModel {
     k.admitted.push_back(e);
     std::vector<ModelResult> changed;
     for (const Window& w : ws) {
-      if (IsClosed(w, bound)) continue;  // emitted and forgotten: never reopened
+      if (IsClosed(w, bound)) {  // emitted and forgotten: never reopened
+        ++out_.coverage["event in a closed and an open window"];
+        continue;
+      }
       k.open.insert(w);
       changed.push_back(Contents(k, w));
     }
@@ -328,6 +340,7 @@ class WindowModel {
     std::optional<Window> at_once;
     if (IsClosed(own, bound)) {
       at_once = own;
+      ++out_.coverage["sliding window closed before its event"];
     } else {
       k.open.insert(own);
     }
@@ -364,6 +377,14 @@ class WindowModel {
       Late(e, bound - e.ts);
       return;
     }
+    int joined = 0;
+    for (const std::vector<ModelEvent>& s : Sessions(k.session_events)) {
+      if (s.front().ts - def_.size <= e.ts && e.ts <= s.back().ts + def_.size) {
+        ++joined;
+        if (e.ts < s.front().ts) ++out_.coverage["session extended backwards"];
+      }
+    }
+    if (joined > 1) ++out_.coverage["session merge"];
     k.admitted.push_back(e);
     k.session_events.push_back(e);
     for (const std::vector<ModelEvent>& s : Sessions(k.session_events)) {
@@ -374,7 +395,8 @@ class WindowModel {
   }
 
   // (4): every window now closed, of every key, is emitted (Final) and forgotten.
-  void CloseWindows(bool filtered, std::optional<std::pair<std::string, Window>> at_once) {
+  void CloseWindows(bool filtered, std::optional<std::pair<std::string, Window>> at_once,
+                    const std::string* by_key) {
     for (auto& [key, k] : keys_) {
       int64_t bound = Bound(k);
       std::vector<ModelResult> closed;
@@ -405,6 +427,9 @@ class WindowModel {
                          return a.end != b.end ? a.end < b.end : a.start < b.start;
                        });
       if (filtered) out_.final_order_open.insert(key);
+      if (filtered || (by_key != nullptr && key != *by_key)) {
+        ++out_.coverage["window closed by another key's record"];
+      }
       out_.final_results[key].push_back(std::move(closed));
     }
   }
@@ -430,7 +455,10 @@ class WindowModel {
     }
     EmitCurrent(e.key, std::move(changed));
     int64_t first = i - def_.size + 1;
-    if (first >= 0 && first % def_.step == 0) out_.final_results[e.key].push_back({window(first)});
+    if (first >= 0 && first % def_.step == 0) {
+      out_.final_results[e.key].push_back({window(first)});
+      ++out_.coverage["full count window"];
+    }
   }
 
   ModelDefinition def_;
