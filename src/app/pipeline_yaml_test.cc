@@ -77,6 +77,65 @@ TEST(PipelineYaml, FsyncPolicyIsChecked) {
             std::string::npos);
 }
 
+TEST(PipelineYaml, WindowStepErrorsNameTheirPath) {
+  auto window = [](const std::string& step) {
+    return ErrorOf(std::string(kSource) + "steps:\n  - " + step + "\nsink: {stdout: true}\n");
+  };
+  EXPECT_NE(window("window: {circular: {size_ms: 5}}\n    agg: count")
+                .find("steps[0].window: unknown window kind 'circular'"),
+            std::string::npos);
+  EXPECT_NE(window("window: {hopping: {size_ms: 10, step_ms: 20}}\n    agg: count")
+                .find("steps[0].window.hopping: hopping window: the step (20 ms) must not exceed"),
+            std::string::npos);
+  EXPECT_NE(window("window: {session: {gap_ms: 0}}\n    agg: count")
+                .find("the inactivity gap must be > 0"),
+            std::string::npos);
+  EXPECT_NE(window("window: {session: {gap_ms: 10, grace_ms: soon}}\n    agg: count")
+                .find("steps[0].window.session.grace_ms: expected an integer, found 'soon'"),
+            std::string::npos);
+  EXPECT_NE(window("window: {tumbling: {size_ms: 10}}").find("missing 'agg'"), std::string::npos);
+  EXPECT_NE(window("window: {tumbling: {size_ms: 10}}\n    agg: count\n    emit: sometimes")
+                .find("steps[0].emit: expected final or current, found 'sometimes'"),
+            std::string::npos);
+  EXPECT_NE(window("window: {tumbling: {size_ms: 10}}\n    agg: count\n    closing: global")
+                .find("steps[0].closing: expected key or partition"),
+            std::string::npos);
+  EXPECT_NE(window("window: {count: {size: 5, grace: 1}}\n    agg: count")
+                .find("steps[0].window.count.grace: unknown key 'grace'"),
+            std::string::npos);
+}
+
+TEST(PipelineYaml, WindowStepsRunWithSingleAndNamedAggregations) {
+  TempDir dir;
+  WriteLines(dir / "in.jsonl",
+             {R"({"user":"a","ts":1000,"amount":2})", R"({"user":"a","ts":1500,"amount":3})",
+              R"({"user":"a","ts":9000,"amount":1})", R"({"user":"a","ts":100,"amount":7})"});
+  WriteLines(dir / "p.yaml", {"source: {file: in.jsonl, key: user, timestamp: ts}", "steps:",
+                              "  - window: {session: {gap_ms: 1000}}", "    agg: {sum: amount}",
+                              "    late: late.jsonl", "sink: {file: out.jsonl}"});
+  WriteLines(dir / "q.yaml", {"source: {file: in.jsonl, key: user, timestamp: ts}",
+                              "steps:", "  - window: {tumbling: {size_ms: 5000}}",
+                              "    agg: {n: count, pages: {collect: amount}}", "    emit: current",
+                              "sink: {file: current.jsonl}"});
+  PipelineOverrides overrides;
+  overrides.data_dir = dir / "data";
+  for (const char* file : {"p.yaml", "q.yaml"}) {
+    auto app = LoadPipelineFile(dir / file, overrides);
+    ASSERT_TRUE(app.ok()) << app.status().ToString();
+    auto summary = (*app)->Run();
+    ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  }
+  EXPECT_EQ(ReadLines(dir / "out.jsonl"),
+            (std::vector<std::string>{
+                R"({"key":"a","timestamp":1500,"value":{"start":1000,"end":1501,"value":5}})",
+                R"({"key":"a","timestamp":9000,"value":{"start":9000,"end":9001,"value":1}})"}));
+  ASSERT_EQ(ReadLines(dir / "late.jsonl").size(), 1u);
+  EXPECT_NE(ReadLines(dir / "late.jsonl")[0].find(R"("late_by_ms":7900)"), std::string::npos);
+  EXPECT_EQ(ReadLines(dir / "current.jsonl").size(), 3u);  // ts 100 is late: [0, 5000) closed
+  EXPECT_EQ(ReadLines(dir / "current.jsonl")[1],
+            R"({"key":"a","timestamp":4999,"value":{"start":0,"end":5000,"n":2,"pages":[2,3]}})");
+}
+
 TEST(PipelineYaml, InvalidYamlReportsTheLine) {
   std::string e = ErrorOf("source: {file: a\nsink: [\n");
   EXPECT_NE(e.find("p.yaml: not valid YAML"), std::string::npos) << e;

@@ -425,3 +425,55 @@ TEST_F(Windows, CountWindowsRefusePartitionClosing) {
 
 }  // namespace
 }  // namespace weir
+
+namespace weir {
+namespace {
+
+// Runs a session pipeline over a topic that gets one event and then goes quiet, for `run_for`,
+// and returns the sessions it emitted.
+std::vector<testing::TopicRecord> RunQuietTopic(const TempDir& dir, const std::string& name,
+                                                std::chrono::milliseconds idle_timeout,
+                                                std::chrono::milliseconds run_for) {
+  {
+    auto log = log::LogStore::Open({.dir = std::filesystem::path(dir / name) / "log"});
+    auto topic = (*log)->CreateTopic("in", {});
+    log::RecordBatchBuilder b;
+    b.AddRaw(EventTime(1000), KeySerde::kString, "u", R"({"key":"u","ts":1000})");
+    EXPECT_TRUE((*topic)->partition(PartitionId(0)).Append(b, log::Durability::kWaitDurable).ok());
+  }
+  const auto started = std::chrono::steady_clock::now();
+  Application* running = nullptr;
+  Application app({.name = name,
+                   .data_dir = dir / name,
+                   .checkpoint_interval = milliseconds(50),
+                   .on_checkpoint = [&](int64_t, int64_t) {
+                     if (std::chrono::steady_clock::now() - started > run_for) running->Stop();
+                   }});
+  running = &app;
+  app.FromTopic(
+         {.topic = "in", .key = {"key"}, .timestamp_field = "ts", .idle_timeout = idle_timeout})
+      .Window(WindowDefinition::Session(milliseconds(100)))
+      .Agg(agg::Count())
+      .Closing(Closing::kPartition)
+      .Final()
+      .ToTopic("out");
+  EXPECT_TRUE(app.Run().ok());
+  return testing::ReadTopic(dir / name, "out");
+}
+
+TEST(WindowsIdle, AnIdleTimeoutClosesAQuietPartitionsWindowsWithoutNewInput) {
+  TempDir dir;
+  // The session [1000] closes once the watermark passes 1000 + 2 * 100: 200 ms of quiet after
+  // the idle timeout, as the watermark follows the wall clock.
+  auto sessions = RunQuietTopic(dir, "idle", milliseconds(100), milliseconds(1500));
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0].value.ToJson(), R"({"start":1000,"end":1001,"value":1})");
+}
+
+TEST(WindowsIdle, WithoutAnIdleTimeoutAQuietPartitionsWindowsStayOpen) {
+  TempDir dir;
+  EXPECT_TRUE(RunQuietTopic(dir, "quiet", milliseconds(0), milliseconds(1500)).empty());
+}
+
+}  // namespace
+}  // namespace weir

@@ -72,9 +72,13 @@ struct BenchArgs {
   // Pipeline: "uniform" (every key in play all the time) or "sessions" (users come and go, as
   // in a clickstream: a sliding fifth of them active).
   std::string keys = "uniform";
+  // Windows: session, tumbling or hopping; closing key or partition.
+  std::string window = "session";
+  std::string closing = "key";
 };
 int BenchLog(const BenchArgs& args);
 int BenchPipeline(const BenchArgs& args);
+int BenchWindows(const BenchArgs& args);
 
 // Ctrl-C / SIGTERM: the first asks `on_stop` to stop cleanly; the second exits at once.
 void InstallStopHandler(std::function<void()> on_stop);

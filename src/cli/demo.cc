@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <vector>
 
 #include "app/pipeline_yaml.h"
@@ -14,7 +15,7 @@
 namespace weir::cli {
 namespace {
 
-constexpr const char* kPipeline = R"(# The demo pipeline: page statistics from a clickstream.
+constexpr const char* kPageStats = R"(# Page statistics from a clickstream.
 # Records are keyed by user in the input; group_by re-keys them by page through a repartition
 # topic, so each page's running aggregates live in one task's state.
 name: demo-page-stats
@@ -31,6 +32,30 @@ steps:
 sinks:
   - file: page-stats.jsonl
   - topic: demo.page-stats
+checkpoint:
+  interval_ms: 500
+)";
+
+constexpr const char* kSessions =
+    R"(# User sessions: a user's clicks with no pause longer than 30 s.
+# Events may arrive up to a gap (plus 5 s of grace) out of order; later ones are late, and go
+# to late-clicks.jsonl with the reason.
+name: demo-sessions
+source:
+  file: clicks.jsonl
+  key: user
+  timestamp: ts
+steps:
+  - window: {session: {gap_ms: 30000, grace_ms: 5000}}
+    agg:
+      events: count
+      pages: {collect: page}
+      revenue: {sum: amount}
+    emit: final
+    late: late-clicks.jsonl
+sinks:
+  - file: sessions.jsonl
+  - topic: demo.sessions
 checkpoint:
   interval_ms: 500
 )";
@@ -58,6 +83,14 @@ Status WriteClickstream(const std::string& path, int64_t events) {
     out << line << '\n';
     if (i % bad_every == bad_every - 1 && i / bad_every < 3)
       out << kBadLines[i / bad_every] << '\n';
+  }
+  // Two clicks that arrive long after their sessions closed: late, not lost.
+  for (int64_t late_by : {600'000, 900'000}) {
+    Record click = model.EventAt(PartitionId(0), events / 2);
+    click.value.Set("ts", Value(click.timestamp.value() - late_by));
+    line.clear();
+    click.value.AppendJson(line);
+    out << line << '\n';
   }
   out.close();
   if (!out) return Status::IOError("cannot write " + path);
@@ -94,6 +127,75 @@ std::vector<PageStats> FinalStats(const std::string& path) {
   return stats;
 }
 
+struct Session {
+  std::string user;
+  int64_t start = 0;
+  int64_t end = 0;
+  int64_t events = 0;
+  double revenue = 0;
+  std::vector<std::string> pages;
+};
+
+std::vector<Session> ReadSessions(const std::string& path) {
+  std::vector<Session> sessions;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    auto v = Value::Parse(line);
+    if (!v.ok() || !v->Find("value")) continue;
+    const Value& value = *v->Find("value");
+    Session s{v->Find("key")->as_string(),        value.Find("start")->as_int(),
+              value.Find("end")->as_int(),        value.Find("events")->as_int(),
+              value.Find("revenue")->as_number(), {}};
+    for (const Value& page : value.Find("pages")->as_array()) s.pages.push_back(page.as_string());
+    sessions.push_back(std::move(s));
+  }
+  return sessions;
+}
+
+// Writes the pipeline's YAML next to the data, forgets what an earlier demo left (state and
+// output topics), and runs it. Prints the YAML and the run's summary.
+Result<RunSummary> RunPipeline(const DemoArgs& args, const std::filesystem::path& dir,
+                               const std::string& file_name, const char* yaml,
+                               std::vector<std::string> topics) {
+  std::string path = (dir / file_name).string();
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << yaml;
+    if (!out) return Status::IOError("cannot write " + path);
+  }
+  std::printf("   %s:\n\n", path.c_str());
+  for (std::istringstream lines(yaml); std::getline(lines, path);)
+    std::printf("     %s\n", path.c_str());
+  app::PipelineOverrides overrides;
+  overrides.data_dir = args.data_dir;
+  WEIR_ASSIGN_OR_RETURN(std::unique_ptr<Application> app,
+                        app::LoadPipelineFile((dir / file_name).string(), overrides));
+  WEIR_RETURN_IF_ERROR(app->Reset());
+  {
+    WEIR_ASSIGN_OR_RETURN(LocalLog local, LocalLog::Open(args.data_dir));
+    topics.push_back(app->options().name + ".dlq");
+    for (const std::string& topic : topics) {
+      if (local.log->GetTopic(topic).ok()) WEIR_RETURN_IF_ERROR(local.log->DeleteTopic(topic));
+    }
+  }
+  WEIR_ASSIGN_OR_RETURN(RunSummary summary, app->Run());
+  std::printf(
+      "\n   ran in %.2f s: %lld records in, %lld results out, %lld dead letters, %lld late, "
+      "%lld exactly-once checkpoints\n\n",
+      summary.wall_seconds, static_cast<long long>(summary.records_in),
+      static_cast<long long>(summary.records_out), static_cast<long long>(summary.dead_letters),
+      static_cast<long long>(summary.late), static_cast<long long>(summary.checkpoints));
+  return summary;
+}
+
+std::string Clock(int64_t ms) {
+  char buf[16];
+  int64_t s = (ms / 1000) % 86400;
+  std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
+  return buf;
+}
+
 }  // namespace
 
 int Demo(const DemoArgs& args) {
@@ -102,59 +204,56 @@ int Demo(const DemoArgs& args) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return Fail(Status::FromErrno(ec.value(), "creating " + dir.string()));
   std::string clicks = (dir / "clicks.jsonl").string();
-  std::string pipeline = (dir / "pipeline.yaml").string();
 
   std::printf("Weir demo\n=========\n\n");
   std::printf(
-      "1. Generating a clickstream of %lld events (2000 users browsing in sessions; views,\n"
-      "   clicks, cart adds, purchases) with 3 malformed lines mixed in:\n   %s\n\n",
+      "1. A clickstream of %lld events: 2000 users browsing in sessions (views, clicks, cart\n"
+      "   adds, purchases), some events out of order, 3 malformed lines and 2 clicks that\n"
+      "   arrive long after their sessions ended:\n   %s\n\n",
       static_cast<long long>(args.events), clicks.c_str());
   Status written = WriteClickstream(clicks, args.events);
   if (!written.ok()) return Fail(written);
-  {
-    std::ofstream out(pipeline, std::ios::trunc);
-    out << kPipeline;
-    if (!out) return Fail(Status::IOError("cannot write " + pipeline));
-  }
-  std::printf("2. The pipeline (%s):\n\n", pipeline.c_str());
-  std::printf("%s\n", kPipeline);
 
-  app::PipelineOverrides overrides;
-  overrides.data_dir = args.data_dir;
-  overrides.on_progress = [](const std::string& line) { std::printf("   %s\n", line.c_str()); };
-  auto app = app::LoadPipelineFile(pipeline, overrides);
-  if (!app.ok()) return Fail(app.status());
-  // The demo starts over each time: its state, and the topics it wrote last time.
-  Status reset = (*app)->Reset();
-  if (!reset.ok()) return Fail(reset);
-  {
-    auto local = LocalLog::Open(args.data_dir);
-    if (!local.ok()) return Fail(local.status());
-    for (const char* topic : {"demo.page-stats", "demo-page-stats.dlq"}) {
-      if (local->log->GetTopic(topic).ok()) {
-        Status deleted = local->log->DeleteTopic(topic);
-        if (!deleted.ok()) return Fail(deleted);
-      }
-    }
-  }
-  std::printf("3. Running it on the embedded log in %s (exactly-once checkpoints every 500 ms):\n",
-              args.data_dir.c_str());
-  auto summary = (*app)->Run();
-  if (!summary.ok()) return Fail(summary.status());
-  std::printf(
-      "   %lld records in, %lld results out, %lld dead letters, %lld checkpoints, "
-      "%.2f s (%.0f events/s)\n\n",
-      static_cast<long long>(summary->records_in), static_cast<long long>(summary->records_out),
-      static_cast<long long>(summary->dead_letters), static_cast<long long>(summary->checkpoints),
-      summary->wall_seconds, summary->records_in / std::max(summary->wall_seconds, 1e-9));
+  std::printf("2. Two pipelines over it, on the embedded log in %s:\n\n", args.data_dir.c_str());
+  auto pages = RunPipeline(args, dir, "page-stats.yaml", kPageStats, {"demo.page-stats"});
+  if (!pages.ok()) return Fail(pages.status());
+  auto sessions = RunPipeline(args, dir, "sessions.yaml", kSessions, {"demo.sessions"});
+  if (!sessions.ok()) return Fail(sessions.status());
 
   std::string stats_file = (dir / "page-stats.jsonl").string();
-  std::printf("4. Final running aggregates per page (the last line per key of %s):\n\n",
+  std::printf("3. Running aggregates per page (the last line per key of %s):\n\n",
               stats_file.c_str());
   std::printf("   %-14s %10s %12s %14s\n", "page", "events", "revenue", "largest order");
   for (const PageStats& s : FinalStats(stats_file)) {
     std::printf("   %-14s %10lld %12.2f %14.2f\n", s.page.c_str(), static_cast<long long>(s.events),
                 s.revenue, s.largest_order);
+  }
+
+  std::string sessions_file = (dir / "sessions.jsonl").string();
+  std::vector<Session> all = ReadSessions(sessions_file);
+  int64_t events = 0;
+  for (const Session& s : all) events += s.events;
+  std::printf("\n4. %zu user sessions (%s), %.1f events each on average; the longest:\n\n",
+              all.size(), sessions_file.c_str(),
+              all.empty() ? 0.0 : static_cast<double>(events) / static_cast<double>(all.size()));
+  std::sort(all.begin(), all.end(),
+            [](const Session& a, const Session& b) { return a.end - a.start > b.end - b.start; });
+  std::printf("   %-11s %-19s %7s %9s  %s\n", "user", "from - to", "events", "revenue",
+              "first pages");
+  for (size_t i = 0; i < std::min<size_t>(5, all.size()); ++i) {
+    const Session& s = all[i];
+    std::string first_pages;
+    for (size_t p = 0; p < std::min<size_t>(3, s.pages.size()); ++p) {
+      first_pages += (p ? " " : "") + s.pages[p];
+    }
+    std::printf("   %-11s %s-%s %7lld %9.2f  %s ...\n", s.user.c_str(), Clock(s.start).c_str(),
+                Clock(s.end - 1).c_str(), static_cast<long long>(s.events), s.revenue,
+                first_pages.c_str());
+  }
+  std::ifstream late((dir / "late-clicks.jsonl").string());
+  if (std::string first_late; std::getline(late, first_late)) {
+    std::printf("\n   Late clicks are never dropped silently (%s):\n   %s\n",
+                (dir / "late-clicks.jsonl").string().c_str(), first_late.c_str());
   }
 
   auto local = LocalLog::Open(args.data_dir);
@@ -171,14 +270,14 @@ int Demo(const DemoArgs& args) {
     }
   }
   std::printf("\nTry next:\n");
-  std::printf("  build/src/cli/weir consume demo.page-stats --data-dir %s --max 5\n",
+  std::printf("  build/src/cli/weir consume demo.sessions --data-dir %s --max 3\n",
               args.data_dir.c_str());
   std::printf("  build/src/cli/weir topics describe demo.page-stats --data-dir %s\n",
               args.data_dir.c_str());
   std::printf("  build/src/cli/weir consume demo-page-stats.dlq --data-dir %s\n",
               args.data_dir.c_str());
   std::printf("  build/src/cli/weir run %s --data-dir %s   # resumes: nothing new to do\n",
-              pipeline.c_str(), args.data_dir.c_str());
+              (dir / "sessions.yaml").string().c_str(), args.data_dir.c_str());
   return 0;
 }
 

@@ -110,6 +110,22 @@ int main(int argc, char** argv) {
   bench_pipeline->add_option("--data-dir", bench.data_dir,
                              "Where (default: a temporary directory)");
 
+  CLI::App* bench_windows = bench_cmd->add_subcommand(
+      "windows", "Windowed count and sum over the generator (out of order), checkpoints on");
+  bench_windows
+      ->add_option("--window", bench.window,
+                   "session (30 s gap), tumbling (10 s) or hopping (10 s / 2 s)")
+      ->check(CLI::IsMember({"session", "tumbling", "hopping"}))
+      ->capture_default_str();
+  bench_windows->add_option("--closing", bench.closing, "key or partition")
+      ->check(CLI::IsMember({"key", "partition"}))
+      ->capture_default_str();
+  bench_windows->add_option("--events", bench.records, "Events")->capture_default_str();
+  bench_windows->add_option("--users", bench.users, "Distinct keys")->capture_default_str();
+  bench_windows->add_option("--partitions", bench.partitions, "Generator partitions (tasks)")
+      ->capture_default_str();
+  bench_windows->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
+
   CLI11_PARSE(app, argc, argv);
 
   if (run_cmd->parsed()) {
@@ -134,5 +150,6 @@ int main(int argc, char** argv) {
   if (describe_cmd->parsed()) return TopicsDescribe(topics);
   if (bench_log->parsed()) return BenchLog(bench);
   if (bench_pipeline->parsed()) return BenchPipeline(bench);
+  if (bench_windows->parsed()) return BenchWindows(bench);
   return 2;
 }

@@ -161,9 +161,7 @@ class AggregateOperator : public Operator {
   }
 
   void Prefetch(const Record& upcoming, int stage) override {
-    prefetch_key_.clear();
-    state::AppendMessageKey(prefetch_key_, upcoming.key.bytes());
-    store_.Prefetch(prefetch_key_, stage);
+    store_.PrefetchMessageKey(upcoming.key.bytes(), stage);
   }
 
  private:
@@ -171,7 +169,6 @@ class AggregateOperator : public Operator {
   TaskContext& ctx_;
   state::KeyValueStore& store_;
   std::string key_;
-  std::string prefetch_key_;
 };
 
 class TopicSinkOperator : public Operator {

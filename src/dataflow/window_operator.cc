@@ -69,17 +69,21 @@ class WindowOperator : public Operator {
   void Process(Record&& r) override {
     Status accepted = aggregations_.Accepts(r.value);
     if (!accepted.ok()) return ctx_.DeadLetter(accepted.message(), r);
+    if (partition_mode_) {
+      // Records this step did not see (a filter before it dropped them) may have moved the
+      // watermark: what they closed closes first, so the event meets the windows as they are.
+      partition_bounds_.Advance(spec_.definition, ctx_.watermark());
+      SaveBounds();
+      Sweep();
+    }
     state_key_.clear();
     state::AppendMessageKey(state_key_, r.key.bytes());
     auto stored = store_.Mutate(state_key_);
     if (!stored.ok()) return Fail(stored.status());
     KeyState key(**stored, r.key.serde());
 
-    Bounds bounds;
-    if (partition_mode_) {
-      partition_bounds_.Advance(spec_.definition, ctx_.watermark());
-      bounds = partition_bounds_;
-    } else {
+    Bounds bounds = partition_bounds_;
+    if (!partition_mode_) {
       key.set_watermark(std::max(key.watermark(), r.timestamp.value()));
       bounds = key.bounds();
       bounds.Advance(spec_.definition, Watermark(key.watermark()));
@@ -100,13 +104,16 @@ class WindowOperator : public Operator {
       for (const window::WindowSpan& s : outcome_.created)
         index_.insert({s.end, state_key_, s.start});
       if (key.empty()) store_.Delete(state_key_);  // the partition's bounds cover its lateness
-      SaveBounds();
-      Sweep();
+      Sweep();  // windows this event made and that are closed already (sliding)
       return;
     }
     closed_.clear();
     windows_.Expire(key, bounds, closed_);
     for (WindowValue& w : closed_) EmitClosed(r.key, w);
+  }
+
+  void Prefetch(const Record& upcoming, int stage) override {
+    store_.PrefetchMessageKey(upcoming.key.bytes(), stage);
   }
 
   void OnWatermark(Watermark watermark) override {

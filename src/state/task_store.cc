@@ -15,6 +15,8 @@
 #include <system_error>
 #include <utility>
 
+#include "state/key_encoding.h"
+
 namespace weir::state {
 namespace {
 
@@ -173,6 +175,12 @@ KeyValueStore::Entry& KeyValueStore::Touch(std::string_view key) {
   if (node == nullptr) node = cache_.emplace(key, Entry{});
   MarkWritten(*node);
   return node->second;
+}
+
+void KeyValueStore::PrefetchMessageKey(std::string_view message_key, int stage) {
+  prefetch_key_.clear();
+  AppendMessageKey(prefetch_key_, message_key);
+  Prefetch(prefetch_key_, stage);
 }
 
 Result<Value*> KeyValueStore::Mutate(std::string_view key) {

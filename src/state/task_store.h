@@ -66,6 +66,9 @@ class KeyValueStore {
     const uint64_t hash = Cache::Hash(key);
     stage == 0 ? cache_.PrefetchSlot(hash) : cache_.PrefetchNode(hash);
   }
+  // Prefetch of the state key that is a message key alone (key_encoding.h), as keyed steps
+  // store one value per message key.
+  void PrefetchMessageKey(std::string_view message_key, int stage);
 
   // Visits, in byte order, every live key in [from, to) (to empty: unbounded above), merging
   // the committed state with the uncommitted writes (a Put hides the committed value; a Delete
@@ -128,6 +131,7 @@ class KeyValueStore {
   // store that is only read and written by key (a counter) never needs to pay.
   std::map<std::string_view, Entry*> dirty_index_;
   std::vector<CacheNode*> unindexed_;
+  std::string prefetch_key_;  // scratch for PrefetchMessageKey
 };
 
 struct TaskStoreOptions {

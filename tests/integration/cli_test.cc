@@ -308,14 +308,23 @@ TEST_F(Cli, APipelineOnAFullDiskStopsWithTheReasonAndResumesOnceThereIsRoom) {
 TEST_F(Cli, TheDemoRunsAndSaysWhereItsOutputsAre) {
   CommandResult r = Weir({"demo", "--events", "3000", "--data-dir", data()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("3000 records in"), std::string::npos) << r.out;
+  // 3000 clicks and 2 very late ones; 3 malformed lines.
+  EXPECT_NE(r.out.find("3002 records in"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("3 dead letters"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 late"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("user sessions"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("page-stats.jsonl"), std::string::npos);
   EXPECT_NE(r.out.find("Try next"), std::string::npos);
   // Run twice: the demo starts over and agrees with itself.
   CommandResult again = Weir({"demo", "--events", "3000", "--data-dir", data()});
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_EQ(Lines(Weir({"consume", "demo.page-stats", "--data-dir", data()}).out).size(), 3000u);
+  EXPECT_EQ(Lines(Weir({"consume", "demo.page-stats", "--data-dir", data()}).out).size(), 3002u);
+  std::vector<std::string> sessions =
+      Lines(Weir({"consume", "demo.sessions", "--data-dir", data()}).out);
+  int64_t clicks = 0;
+  for (const std::string& line : sessions)
+    clicks += Value::Parse(line)->FindPath("value.events")->as_int();
+  EXPECT_EQ(clicks, 3000) << "every click but the 2 late ones is in exactly one session";
 }
 
 }  // namespace
