@@ -77,9 +77,12 @@ struct ModelDefinition {
 // One record read from the partition.
 struct ModelEvent {
   enum class Fate {
-    kWindow,      // reaches the window
-    kDeadLetter,  // an aggregation cannot take it (its "v" is a string): nothing else happens
-    kFiltered,    // dropped by a filter before the window: only the partition watermark sees it
+    kWindow,  // reaches the window
+    // An aggregation cannot take it (its "v" is a string): it goes to the dead-letter topic and
+    // "nothing else happens" to its key, but it is a record read, which the partition watermark
+    // counts ("every record read counts"). window.h leaves this reading implicit.
+    kDeadLetter,
+    kFiltered,  // dropped by a filter before the window: only the partition watermark sees it
   };
   std::string key;
   int64_t ts = 0;
@@ -125,8 +128,8 @@ struct ModelOutput {
   // emitted nothing for a key are absent.
   std::map<std::string, std::vector<std::vector<ModelResult>>> final_results;
   std::map<std::string, std::vector<std::vector<ModelResult>>> current_results;
-  // Keys some of whose windows a filtered record closed: whether the engine emits those at the
-  // filtered record or with the next event the window sees is not specified, so only the
+  // Keys some of whose windows a filtered or dead-letter record closed: whether the engine emits
+  // those at that record or with the next event the window sees is not specified, so only the
   // multiset of their Final results is comparable.
   std::set<std::string> final_order_open;
   std::vector<ModelLate> late;  // in arrival order
@@ -150,17 +153,16 @@ class WindowModel {
 
   // Processes one record, steps (1) to (4) of the specification.
   void Add(const ModelEvent& e) {
-    if (e.fate == ModelEvent::Fate::kDeadLetter) {
-      ++out_.coverage["dead letter"];
-      return;  // (1): nothing else happens
-    }
+    if (e.fate == ModelEvent::Fate::kDeadLetter) ++out_.coverage["dead letter"];
     if (e.ts == 0) ++out_.coverage["timestamp 0"];
     if (def_.is_count()) {
-      AddCount(e);
+      if (e.fate == ModelEvent::Fate::kWindow) AddCount(e);
       return;
     }
     partition_watermark_ = std::max(partition_watermark_, e.ts);
-    if (e.fate == ModelEvent::Fate::kFiltered) {
+    if (e.fate != ModelEvent::Fate::kWindow) {
+      // Windows closed by a record the window does not take: whether they are emitted with it
+      // or with the next event is not specified (the Final order of their keys is left open).
       CloseWindows(/*filtered=*/true, {}, &e.key);
       return;
     }

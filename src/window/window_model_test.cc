@@ -141,6 +141,15 @@ TEST(SessionModel, ADeadLetterNeitherJoinsNorMovesTheWatermark) {
   EXPECT_TRUE(out.late.empty());
 }
 
+TEST(SessionModel, ADeadLetterStillMovesThePartitionWatermark) {
+  std::vector<ModelEvent> events = {
+      {"a", 0, 1, 0}, {"b", 5000, std::nullopt, 1, ModelEvent::Fate::kDeadLetter}, {"a", 10, 2, 2}};
+  ModelOutput out = RunWindowModel(Def(ModelKind::kSession, 100, 0, 0, true), events);
+  EXPECT_EQ(Spans(out.final_results["a"]), (Spans3{{0, 1, 1}}));
+  ASSERT_EQ(out.late.size(), 1u);
+  EXPECT_EQ(out.late[0].late_by_ms, 5000 - 100 - 10);
+}
+
 TEST(SessionModel, MissingValuesAreCountedButNotSummed) {
   std::vector<ModelEvent> events = {{"a", 0, std::nullopt, 0}, {"a", 1, std::nullopt, 1}};
   ModelOutput out = RunWindowModel(Def(ModelKind::kSession, 100), events);

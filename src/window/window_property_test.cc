@@ -649,9 +649,11 @@ TEST(WindowProperty, SlidingEventAtTheTimeOfAnEmittedWindow) {
 
 StreamShape KeyShape() { return {.dead_letters = true}; }
 // Under partition closing every key's windows depend on every other key's events: fewer keys,
-// so the partition watermark moves with each of them, and some records dropped by a filter.
+// so the partition watermark moves with each of them; some dead letters and records a filter
+// drops, which move it too.
 StreamShape PartitionShape() {
-  return {.min_keys = 3, .max_keys = 25, .events_per_key = 20, .filtered = true};
+  return {
+      .min_keys = 3, .max_keys = 25, .events_per_key = 20, .dead_letters = true, .filtered = true};
 }
 
 TEST(WindowProperty, TumblingKeyClosing) {
