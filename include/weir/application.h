@@ -53,6 +53,9 @@ struct RunSummary {
   int64_t records_out = 0;
   int64_t dead_letters = 0;
   int64_t late = 0;  // events window steps found late
+  // Windows and index entries that closing windows looked at, closed ones included: about one
+  // per record plus one per closed window, whatever the number of stored windows.
+  int64_t window_expiry_visits = 0;
   int64_t checkpoints = 0;
   int64_t restored_checkpoint = 0;  // the checkpoint the run started from (0: fresh)
   bool completed = false;           // every source ended and drained

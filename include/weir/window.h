@@ -10,15 +10,18 @@
 // half-open [start, end).
 //
 // PER EVENT, in this order: (1) an aggregation that cannot take the value sends the record to
-// the dead-letter topic (nothing else happens); (2) the watermarks take the event: the partition
-// watermark is the largest event time seen in the partition so far (every record read counts,
-// even ones a filter before the window dropped), a key's watermark the largest seen for that
-// key; (3) the event is late, or it is added to its windows (and .Current() emits every window
-// it changed, in ascending start order); (4) windows that are now closed are emitted by
-// .Final() (a key's in ascending end, then start) and forgotten. At the end of a bounded input
-// the watermark becomes +infinity and every window closes, for good: a later run over more
-// input (a file that grew, a bounded topic that did) finds them closed and its events for them
-// late; reset the pipeline to start over.
+// the dead-letter topic, and the window step does nothing else with it; (2) the watermarks take
+// the event: the partition watermark is the largest event time seen in the partition so far
+// (every record read counts: ones a filter before the window dropped, and dead letters), a key's
+// watermark the largest seen for that key among the events that reached the window step;
+// (3) the event is late, or it is added to its windows (and .Current() emits every window it
+// changed, in ascending start order); (4) windows that are now closed are emitted by .Final()
+// (a key's in ascending end, then start) and forgotten. Windows closed by records the step does
+// not see (filtered out, dead letters) are emitted with the next event that reaches it, at an
+// idle tick, or at the end of input. At the end of a bounded input the watermark becomes
+// +infinity and every window closes, for good: a later run over more input (a file that grew, a
+// bounded topic that did) finds them closed and its events for them late; reset the pipeline
+// to start over.
 // `wm` below is the key's watermark under Closing::kKey, the partition's under kPartition.
 //
 // TIME WINDOWS (event time, milliseconds):
@@ -31,7 +34,9 @@
 //     whenever they arrive. It closes when wm >= end + grace. An event is late iff
 //     wm >= t + size + grace (no window could still hold it); late_by_ms = wm - (t + size + grace).
 //     An admissible event whose own window is already closed still joins the open windows that
-//     contain it, and its own window is emitted at once (Final) with every stored event in it.
+//     contain it, and its own window is emitted at once (Final) with every stored event in it:
+//     windows are defined per event, so an event at the time of an emitted window makes a new
+//     result for that span, now holding it too.
 //   - session(gap): an event at t joins a session iff first - gap <= t <= last + gap (it lies
 //     within one gap of the session's first or last event, or between them); an event within
 //     a gap of two sessions merges them (and their aggregates), and the merged-away

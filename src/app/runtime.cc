@@ -372,6 +372,7 @@ Result<RunSummary> Runtime::Run() {
     summary.records_out += task->records_out();
     summary.dead_letters += task->dead_letters();
     summary.late += task->late();
+    summary.window_expiry_visits += task->expiry_visits();
   }
   summary.checkpoints = checkpoints_taken_;
   summary.cpu_seconds = ProcessCpuSeconds() - cpu_start;

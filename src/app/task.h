@@ -45,6 +45,7 @@ class Task : public dataflow::TaskContext {
   int64_t records_in() const { return records_in_; }
   int64_t dead_letters() const { return dead_letters_; }
   int64_t late() const { return late_; }
+  int64_t expiry_visits() const { return expiry_visits_; }
   int64_t records_out() const;
 
   // dataflow::TaskContext
@@ -55,6 +56,7 @@ class Task : public dataflow::TaskContext {
   void DeadLetter(std::string_view reason, const Record& record) override;
   void RawDeadLetter(std::string_view reason, Value position, std::string_view raw) override;
   void CountLate() override { ++late_; }
+  void CountExpiryVisits(int64_t visits) override { expiry_visits_ += visits; }
   Watermark watermark() const override { return watermark_; }
 
  private:
@@ -84,6 +86,7 @@ class Task : public dataflow::TaskContext {
   int64_t records_in_ = 0;
   int64_t dead_letters_ = 0;
   int64_t late_ = 0;
+  int64_t expiry_visits_ = 0;
   bool finished_ = false;
 };
 

@@ -74,6 +74,7 @@ struct BenchArgs {
   std::string keys = "uniform";
   // Windows: session, tumbling or hopping; closing key or partition.
   std::string window = "session";
+  std::string window_keys = "sessions";  // as `keys`, for windows
   std::string closing = "key";
 };
 int BenchLog(const BenchArgs& args);

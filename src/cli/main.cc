@@ -124,6 +124,12 @@ int main(int argc, char** argv) {
   bench_windows->add_option("--users", bench.users, "Distinct keys")->capture_default_str();
   bench_windows->add_option("--partitions", bench.partitions, "Generator partitions (tasks)")
       ->capture_default_str();
+  bench_windows
+      ->add_option("--keys", bench.window_keys,
+                   "sessions (users come and go) or uniform (every key always, one event "
+                   "per key per second: as many open windows as keys)")
+      ->check(CLI::IsMember({"uniform", "sessions"}))
+      ->capture_default_str();
   bench_windows->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
 
   CLI11_PARSE(app, argc, argv);

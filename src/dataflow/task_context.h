@@ -28,6 +28,9 @@ class TaskContext {
   virtual void RawDeadLetter(std::string_view reason, Value position, std::string_view raw) = 0;
   // Counts an event a window step found late (it has already gone where late events go).
   virtual void CountLate() = 0;
+  // Counts what closing windows looked at (windows and index entries, closed ones included), so
+  // that expiry's cost per record can be seen to stay flat as stored windows grow.
+  virtual void CountExpiryVisits(int64_t visits) = 0;
   virtual Watermark watermark() const = 0;
 };
 

@@ -109,6 +109,8 @@ class WindowOperator : public Operator {
     }
     closed_.clear();
     windows_.Expire(key, bounds, closed_);
+    // The closed windows and the first open one, if any.
+    ctx_.CountExpiryVisits(static_cast<int64_t>(closed_.size()) + (key.empty() ? 0 : 1));
     for (WindowValue& w : closed_) EmitClosed(r.key, w);
   }
 
@@ -141,6 +143,7 @@ class WindowOperator : public Operator {
 
   // Closes every due window of every key, key by key in the order of their first due window.
   void Sweep() {
+    ctx_.CountExpiryVisits(1);  // the index's first entry: due or not
     while (!index_.empty() && index_.begin()->end <= partition_bounds_.close) {
       const std::string key_bytes = index_.begin()->key;
       auto stored = store_.Mutate(key_bytes);
@@ -156,6 +159,7 @@ class WindowOperator : public Operator {
       }
       auto message_key = MessageKey(key_bytes, key.serde());
       if (!message_key.ok()) return Fail(message_key.status());
+      ctx_.CountExpiryVisits(static_cast<int64_t>(closed_.size()) + 1);
       for (WindowValue& w : closed_) {
         index_.erase({w.end, key_bytes, w.start});
         EmitClosed(*message_key, w);
