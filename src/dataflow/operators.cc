@@ -152,10 +152,11 @@ class AggregateOperator : public Operator {
     state::AppendMessageKey(key_, r.key.bytes());
     auto stored = store_.Mutate(key_);
     if (!stored.ok()) return Fail(stored.status());
-    aggregations_.Add(**stored, r.value, r.timestamp);
+    Value::Array& accs = aggregations_.Normalize(**stored);
+    aggregations_.Add(accs, r.value, r.timestamp);
     Value::Object fields;
     fields.reserve(aggregations_.size());
-    aggregations_.AppendResults(**stored, fields);
+    aggregations_.AppendResults(accs, fields);
     r.value = Value(std::move(fields));
     Forward(std::move(r));
   }

@@ -58,9 +58,9 @@ class WindowOperator : public Operator {
     return store_.Scan("", "", false, [&](std::string_view key, const Value& state) {
       if (key == kPartitionKey || !state.is_array()) return true;
       Value copy = state;  // KeyState views a mutable value
-      KeyState ks(copy);
-      for (const Value& w : ks.windows()) {
-        index_.insert({KeyState::End(w), std::string(key), KeyState::Start(w)});
+      KeyState ks = windows_.View(copy);
+      for (size_t i = 0; i < ks.windows(); ++i) {
+        index_.insert({ks.end(i), std::string(key), ks.start(i)});
       }
       return true;
     });
@@ -80,7 +80,7 @@ class WindowOperator : public Operator {
     state::AppendMessageKey(state_key_, r.key.bytes());
     auto stored = store_.Mutate(state_key_);
     if (!stored.ok()) return Fail(stored.status());
-    KeyState key(**stored, r.key.serde());
+    KeyState key = windows_.View(**stored, r.key.serde());
 
     Bounds bounds = partition_bounds_;
     if (!partition_mode_) {
@@ -148,7 +148,7 @@ class WindowOperator : public Operator {
       const std::string key_bytes = index_.begin()->key;
       auto stored = store_.Mutate(key_bytes);
       if (!stored.ok()) return Fail(stored.status());
-      KeyState key(**stored);
+      KeyState key = windows_.View(**stored);
       closed_.clear();
       windows_.Expire(key, partition_bounds_, closed_);
       if (closed_.empty()) {
@@ -179,7 +179,7 @@ class WindowOperator : public Operator {
     for (const std::string& key_bytes : keys) {
       auto stored = store_.Mutate(key_bytes);
       if (!stored.ok()) return Fail(stored.status());
-      KeyState key(**stored);
+      KeyState key = windows_.View(**stored);
       // Closed for good: a later run over more input finds these windows closed, as closing by
       // partition does with the partition's bounds.
       Bounds everything;

@@ -3,6 +3,7 @@
 // Thread safety: immutable; shared by every task.
 #pragma once
 
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,17 +27,19 @@ class Aggregations {
 
   // OK if every aggregator takes the record value; else the first refusal (-> dead letter).
   Status Accepts(const Value& record_value) const;
-  // Fresh accumulators: an array with each aggregator's Initial().
-  Value Initial() const;
-  // Makes `accs` a full accumulator array (a stored null or a short array is completed with
-  // initial accumulators) and returns it.
+  // Accumulators are kept as a run of size() Values (in a key's window, or a state array); a
+  // null accumulator is each aggregator's initial one, so fresh windows start as nulls.
+
+  // Makes `accs` an array of size() accumulators (a stored null or a short array is completed
+  // with nulls) and returns it.
   Value::Array& Normalize(Value& accs) const;
-  // Folds one record into every accumulator. REQUIRES: Accepts(record_value).
-  void Add(Value& accs, const Value& record_value, EventTime timestamp) const;
-  // The accumulators of the union of two inputs (nulls taken as initial).
-  Value Merge(const Value& a, const Value& b) const;
+  // Folds one record into every accumulator. REQUIRES: Accepts(record_value), accs.size() ==
+  // size().
+  void Add(std::span<Value> accs, const Value& record_value, EventTime timestamp) const;
+  // `into` becomes the accumulators of the union of both inputs.
+  void MergeInto(std::span<Value> into, std::span<const Value> other) const;
   // Appends the results as members: one per name, or "value" for a single unnamed one.
-  void AppendResults(const Value& accs, Value::Object& out) const;
+  void AppendResults(std::span<const Value> accs, Value::Object& out) const;
 
  private:
   std::vector<std::pair<std::string, AggregatorPtr>> named_;

@@ -5,46 +5,30 @@
 namespace weir::window {
 namespace {
 
+constexpr int64_t kMaxTime = std::numeric_limits<int64_t>::max();
+
 // Saturating arithmetic: watermarks start at INT64_MIN and end at INT64_MAX.
 int64_t SatSub(int64_t a, int64_t b) {
   int64_t r;
-  return __builtin_sub_overflow(a, b, &r) ? (b > 0 ? kNoBound : std::numeric_limits<int64_t>::max())
-                                          : r;
+  return __builtin_sub_overflow(a, b, &r) ? (b > 0 ? kNoBound : kMaxTime) : r;
 }
 int64_t SatAdd(int64_t a, int64_t b) {
   int64_t r;
-  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? std::numeric_limits<int64_t>::max() : kNoBound)
-                                          : r;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? kMaxTime : kNoBound) : r;
 }
 int64_t FloorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-enum WindowField { kStart, kEnd, kAccs, kFired, kCount, kMinTs, kMaxTs };
-
-Value NewWindow(int64_t start, int64_t end, Value accumulators) {
-  return Value(Value::Array{Value(start), Value(end), std::move(accumulators), Value(false)});
-}
-
-// The index of the first window whose start is >= `start`.
-size_t LowerBound(const Value::Array& windows, int64_t start) {
-  return std::lower_bound(windows.begin(), windows.end(), start,
-                          [](const Value& w, int64_t s) { return KeyState::Start(w) < s; }) -
-         windows.begin();
-}
-
-WindowValue Take(Value& window) {
-  Value::Array& w = window.as_array();
-  return WindowValue{w[kStart].as_int(), w[kEnd].as_int(), std::move(w[kAccs]),
-                     w[kFired].as_bool()};
-}
+// Count windows' extra fields, after start, end, fired.
+enum CountField { kCount, kMinTs, kMaxTs };
 
 }  // namespace
 
 void Bounds::Advance(const WindowDefinition& definition, Watermark wm) {
   if (wm.IsEndOfInput()) {
-    close = late = std::numeric_limits<int64_t>::max();
+    close = late = kMaxTime;
     return;
   }
   if (definition.kind() == WindowKind::kSession) {
@@ -66,14 +50,14 @@ void AddOutcome::Clear() {
   ready.clear();
 }
 
-KeyState::KeyState(Value& state, KeySerde serde) : state_(&state) {
-  if (!state.is_array() || state.as_array().size() != kSlotCount) {
+KeyState::KeyState(Value& state, size_t stride, KeySerde serde) : state_(&state), stride_(stride) {
+  if (!state.is_array() || state.as_array().size() < kFixedSlots) {
     state = Value(Value::Array{Value(static_cast<int64_t>(serde)), Value(kNoBound), Value(kNoBound),
-                               Value(kNoBound), Value(Value::Array()), Value()});
+                               Value(kNoBound), Value()});
   }
 }
 
-KeyState::KeyState(Value& state) : state_(&state) {}
+KeyState::KeyState(Value& state, size_t stride) : state_(&state), stride_(stride) {}
 
 KeySerde KeyState::serde() const { return static_cast<KeySerde>(slots()[kSerde].as_int()); }
 
@@ -86,10 +70,56 @@ void KeyState::set_bounds(const Bounds& b) {
   slots()[kLate] = Value(b.late);
 }
 
-Value::Array* KeyState::Find(int64_t start) {
-  Value::Array& w = windows();
-  size_t i = LowerBound(w, start);
-  return i < w.size() && Start(w[i]) == start ? &w[i].as_array() : nullptr;
+void KeyState::set_span(size_t i, int64_t start, int64_t end) {
+  At(i, kStart) = Value(start);
+  At(i, kEnd) = Value(end);
+}
+
+void KeyState::set_fired(size_t i) { At(i, kFired) = Value(true); }
+
+std::span<Value> KeyState::accumulators(size_t i, size_t head) {
+  return std::span<Value>(&At(i, head), stride_ - head);
+}
+
+size_t KeyState::LowerBound(int64_t start) const {
+  size_t lo = 0, hi = windows();
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (this->start(mid) < start) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+void KeyState::Insert(size_t i, int64_t start, int64_t end) {
+  Value::Array& s = slots();
+  auto at = s.begin() + static_cast<std::ptrdiff_t>(kFixedSlots + i * stride_);
+  at = s.insert(at, stride_, Value());
+  at[kStart] = Value(start);
+  at[kEnd] = Value(end);
+  at[kFired] = Value(false);
+}
+
+void KeyState::Erase(size_t first, size_t count) {
+  Value::Array& s = slots();
+  auto at = s.begin() + static_cast<std::ptrdiff_t>(kFixedSlots + first * stride_);
+  s.erase(at, at + static_cast<std::ptrdiff_t>(count * stride_));
+}
+
+WindowValue KeyState::Take(size_t i, size_t head) {
+  WindowValue w{start(i), end(i), {}, fired(i)};
+  std::span<Value> accs = accumulators(i, head);
+  w.accumulators.reserve(accs.size());
+  for (Value& a : accs) w.accumulators.push_back(std::move(a));
+  return w;
+}
+
+bool KeyState::empty() const {
+  const Value& extra = slots()[kExtra];
+  return windows() == 0 && !(extra.is_array() && !extra.as_array().empty());
 }
 
 KeyWindows::KeyWindows(WindowDefinition definition, const Aggregations& aggregations,
@@ -99,7 +129,7 @@ KeyWindows::KeyWindows(WindowDefinition definition, const Aggregations& aggregat
       emit_current_(emit_current),
       trigger_(std::move(trigger)) {}
 
-Value KeyWindows::Result(int64_t start, int64_t end, const Value& accumulators) const {
+Value KeyWindows::Result(int64_t start, int64_t end, std::span<const Value> accumulators) const {
   Value::Object fields;
   fields.reserve(2 + aggregations_.size());
   fields.emplace_back("start", Value(start));
@@ -108,16 +138,15 @@ Value KeyWindows::Result(int64_t start, int64_t end, const Value& accumulators) 
   return Value(std::move(fields));
 }
 
-void KeyWindows::Updated(Value::Array& w, AddOutcome& outcome) const {
-  // Count windows report event times, not the event indexes they are kept by.
-  const bool count = definition_.is_count();
-  const int64_t start = count ? w[kMinTs].as_int() : w[kStart].as_int();
-  const int64_t end = count ? w[kMaxTs].as_int() + 1 : w[kEnd].as_int();
-  if (emit_current_) outcome.current.push_back(WindowValue{start, end, w[kAccs]});
-  if (!trigger_ || !trigger_(Result(start, end, w[kAccs]))) return;
-  outcome.ready.push_back(WindowValue{start, end, w[kAccs]});
-  w[kFired] = Value(true);
-  w[kAccs] = Value();
+void KeyWindows::Updated(KeyState& key, size_t i, int64_t start, int64_t end,
+                         AddOutcome& outcome) const {
+  std::span<Value> accs = Accumulators(key, i);
+  if (emit_current_) {
+    outcome.current.push_back(WindowValue{start, end, Value::Array(accs.begin(), accs.end())});
+  }
+  if (!trigger_ || !trigger_(Result(start, end, accs))) return;
+  outcome.ready.push_back(WindowValue{start, end, Value::Array(accs.begin(), accs.end())});
+  key.set_fired(i);
 }
 
 void KeyWindows::Add(KeyState& key, const Bounds& bounds, const Value& value, EventTime ts,
@@ -153,21 +182,19 @@ void KeyWindows::AddAligned(KeyState& key, const Bounds& bounds, const Value& va
                      std::to_string(definition_.grace()) + " <= watermark)";
     return;
   }
-  Value::Array& windows = key.windows();
   bool taken = false;
   for (int64_t k = first_k; k <= last_k; ++k) {
     const int64_t start = k * step, end = start + size;
     if (end <= bounds.close) continue;  // this one closed; a later one still takes the event
-    size_t i = LowerBound(windows, start);
-    if (i == windows.size() || KeyState::Start(windows[i]) != start) {
-      windows.insert(windows.begin() + i, NewWindow(start, end, aggregations_.Initial()));
+    size_t i = key.LowerBound(start);
+    if (i == key.windows() || key.start(i) != start) {
+      key.Insert(i, start, end);
       outcome.created.push_back({start, end});
     }
-    Value::Array& w = windows[i].as_array();
-    if (w[kFired].as_bool()) continue;
-    aggregations_.Add(w[kAccs], value, ts);
+    if (key.fired(i)) continue;
+    aggregations_.Add(Accumulators(key, i), value, ts);
     taken = true;
-    Updated(w, outcome);
+    Updated(key, i, start, end, outcome);
   }
   if (!taken) {
     outcome.late = true;
@@ -195,27 +222,25 @@ void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& va
   events.insert(at, Value(Value::Array{Value(t), value}));
 
   // Every open window holding t takes it.
-  Value::Array& windows = key.windows();
-  for (Value& window : windows) {
-    Value::Array& w = window.as_array();
-    const int64_t start = w[kStart].as_int(), end = w[kEnd].as_int();
+  for (size_t i = 0; i < key.windows(); ++i) {
+    const int64_t start = key.start(i), end = key.end(i);
     if (start <= t && t < end && end > bounds.close) {
-      aggregations_.Add(w[kAccs], value, ts);
-      Updated(w, outcome);
+      aggregations_.Add(Accumulators(key, i), value, ts);
+      Updated(key, i, start, end, outcome);
     }
   }
   // Its own window, (t - size, t], with every stored event in it, unless one exists already.
   const int64_t start = t - size + 1, end = t + 1;
-  size_t i = LowerBound(windows, start);
-  if (i == windows.size() || KeyState::Start(windows[i]) != start) {
-    Value accs = aggregations_.Initial();
-    for (const Value& e : events) {
+  size_t i = key.LowerBound(start);
+  if (i == key.windows() || key.start(i) != start) {
+    key.Insert(i, start, end);
+    std::span<Value> accs = Accumulators(key, i);
+    for (const Value& e : key.extra().as_array()) {
       const int64_t et = e.as_array()[0].as_int();
       if (et >= start && et < end) aggregations_.Add(accs, e.as_array()[1], EventTime(et));
     }
-    windows.insert(windows.begin() + i, NewWindow(start, end, std::move(accs)));
     outcome.created.push_back({start, end});
-    Updated(windows[i].as_array(), outcome);
+    Updated(key, i, start, end, outcome);
     // Every other window holding t starts after its own, (t - size, t]: report that one first.
     std::rotate(outcome.current.begin(), outcome.current.end() - (emit_current_ ? 1 : 0),
                 outcome.current.end());
@@ -223,10 +248,11 @@ void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& va
   // Forget events no admissible event's window can reach: t' > close - size holds
   // e only if e > t' - size > close - 2 * size.
   const int64_t keep_after = SatSub(bounds.close, 2 * size);
-  auto first_kept = std::find_if(events.begin(), events.end(), [&](const Value& e) {
+  Value::Array& kept = key.extra().as_array();
+  auto first_kept = std::find_if(kept.begin(), kept.end(), [&](const Value& e) {
     return e.as_array()[0].as_int() > keep_after;
   });
-  events.erase(events.begin(), first_kept);
+  kept.erase(kept.begin(), first_kept);
 }
 
 void KeyWindows::AddSession(KeyState& key, const Bounds& bounds, const Value& value, EventTime ts,
@@ -242,84 +268,77 @@ void KeyWindows::AddSession(KeyState& key, const Bounds& bounds, const Value& va
   }
   // Sessions are disjoint and more than a gap apart, so at most two can be within a gap of t:
   // the last one starting at or before t + gap, and the one before it.
-  Value::Array& sessions = key.windows();
-  size_t after = LowerBound(sessions, SatAdd(t, gap) == std::numeric_limits<int64_t>::max()
-                                          ? std::numeric_limits<int64_t>::max()
-                                          : t + gap + 1);
-  auto reaches = [&](size_t i) { return KeyState::End(sessions[i]) - 1 + gap >= t; };
+  const size_t after = key.LowerBound(SatAdd(SatAdd(t, gap), 1));
+  auto reaches = [&](size_t i) { return key.end(i) - 1 + gap >= t; };
   const bool a = after >= 1 && reaches(after - 1);
   const bool b = a && after >= 2 && reaches(after - 2);
   if (!a) {
-    sessions.insert(sessions.begin() + after, NewWindow(t, t + 1, aggregations_.Initial()));
-    Value::Array& w = sessions[after].as_array();
-    aggregations_.Add(w[kAccs], value, ts);
+    key.Insert(after, t, t + 1);
+    aggregations_.Add(Accumulators(key, after), value, ts);
     outcome.created.push_back({t, t + 1});
-    if (emit_current_) outcome.current.push_back(WindowValue{t, t + 1, w[kAccs]});
+    Updated(key, after, t, t + 1, outcome);
     return;
   }
   // One session takes the event, or two merge through it (the earlier absorbs the later).
   const size_t into = b ? after - 2 : after - 1;
-  Value::Array& w = sessions[into].as_array();
-  const WindowSpan before{w[kStart].as_int(), w[kEnd].as_int()};
+  const WindowSpan before{key.start(into), key.end(into)};
   int64_t start = std::min(before.start, t);
   int64_t end = std::max(before.end, t + 1);
   if (b) {
-    Value::Array& later = sessions[after - 1].as_array();
-    outcome.removed.push_back({later[kStart].as_int(), later[kEnd].as_int()});
-    end = std::max(end, later[kEnd].as_int());
-    w[kAccs] = aggregations_.Merge(w[kAccs], later[kAccs]);
-    sessions.erase(sessions.begin() + (after - 1));
+    const size_t later = after - 1;
+    outcome.removed.push_back({key.start(later), key.end(later)});
+    end = std::max(end, key.end(later));
+    aggregations_.MergeInto(Accumulators(key, into), Accumulators(key, later));
+    key.Erase(later);
   }
-  aggregations_.Add(w[kAccs], value, ts);
+  aggregations_.Add(Accumulators(key, into), value, ts);
   if (start != before.start || end != before.end) {
     outcome.removed.push_back(before);
     outcome.created.push_back({start, end});
-    w[kStart] = Value(start);
-    w[kEnd] = Value(end);
+    key.set_span(into, start, end);
   }
-  if (emit_current_) outcome.current.push_back(WindowValue{start, end, w[kAccs]});
+  Updated(key, into, start, end, outcome);
 }
 
 void KeyWindows::AddCount(KeyState& key, const Value& value, EventTime ts,
                           AddOutcome& outcome) const {
   const int64_t n = definition_.size(), step = definition_.step();
-  const int64_t i = key.extra().is_int() ? key.extra().as_int() : 0;
-  key.extra() = Value(i + 1);
-  // Windows of events [k * step, k * step + n) holding event i.
-  const int64_t first_k = std::max<int64_t>(0, FloorDiv(i - n, step) + 1);
-  const int64_t last_k = i / step;
-  Value::Array& windows = key.windows();
+  const int64_t index = key.extra().is_int() ? key.extra().as_int() : 0;
+  key.extra() = Value(index + 1);
+  // Windows of events [k * step, k * step + n) holding this event.
+  const int64_t first_k = std::max<int64_t>(0, FloorDiv(index - n, step) + 1);
+  const int64_t last_k = index / step;
   for (int64_t k = first_k; k <= last_k; ++k) {
     const int64_t start = k * step;
-    size_t at = LowerBound(windows, start);
-    if (at == windows.size() || KeyState::Start(windows[at]) != start) {
-      Value window = NewWindow(start, start + n, aggregations_.Initial());
-      window.as_array().insert(window.as_array().end(),
-                               {Value(0), Value(ts.value()), Value(ts.value())});
-      windows.insert(windows.begin() + at, std::move(window));
+    size_t i = key.LowerBound(start);
+    if (i == key.windows() || key.start(i) != start) {
+      key.Insert(i, start, start + n);
+      key.count_field(i, kCount) = Value(0);
+      key.count_field(i, kMinTs) = Value(ts.value());
+      key.count_field(i, kMaxTs) = Value(ts.value());
     }
-    Value::Array& w = windows[at].as_array();
-    const int64_t count = w[kCount].as_int() + 1;
-    w[kCount] = Value(count);
-    w[kMinTs] = Value(std::min(w[kMinTs].as_int(), ts.value()));
-    w[kMaxTs] = Value(std::max(w[kMaxTs].as_int(), ts.value()));
+    const int64_t count = key.count_field(i, kCount).as_int() + 1;
+    key.count_field(i, kCount) = Value(count);
+    const int64_t min_ts = std::min(key.count_field(i, kMinTs).as_int(), ts.value());
+    const int64_t max_ts = std::max(key.count_field(i, kMaxTs).as_int(), ts.value());
+    key.count_field(i, kMinTs) = Value(min_ts);
+    key.count_field(i, kMaxTs) = Value(max_ts);
     if (count == n) {
       // Full: its final result; with .Current() the update that filled it is reported too.
-      if (!w[kFired].as_bool()) {
-        aggregations_.Add(w[kAccs], value, ts);
-        if (emit_current_) {
-          outcome.current.push_back(
-              WindowValue{w[kMinTs].as_int(), w[kMaxTs].as_int() + 1, w[kAccs]});
-        }
-        outcome.ready.push_back(
-            WindowValue{w[kMinTs].as_int(), w[kMaxTs].as_int() + 1, std::move(w[kAccs])});
+      if (!key.fired(i)) {
+        aggregations_.Add(Accumulators(key, i), value, ts);
+        WindowValue full = key.Take(i, head());
+        full.start = min_ts;
+        full.end = max_ts + 1;
+        if (emit_current_) outcome.current.push_back(full);
+        outcome.ready.push_back(std::move(full));
       }
-      windows.erase(windows.begin() + at);
+      key.Erase(i);
       continue;
     }
-    if (!w[kFired].as_bool()) {
-      aggregations_.Add(w[kAccs], value, ts);
-      Updated(w, outcome);
+    if (!key.fired(i)) {
+      aggregations_.Add(Accumulators(key, i), value, ts);
+      Updated(key, i, min_ts, max_ts + 1, outcome);  // count windows report event times
     }
   }
 }
@@ -327,16 +346,16 @@ void KeyWindows::AddCount(KeyState& key, const Value& value, EventTime ts,
 void KeyWindows::Expire(KeyState& key, const Bounds& bounds,
                         std::vector<WindowValue>& closed) const {
   if (definition_.is_count()) return;
-  Value::Array& windows = key.windows();
   // Windows sorted by start close in that order: fixed-size windows end in start order, and
   // sessions are disjoint.
   size_t n = 0;
-  while (n < windows.size() && KeyState::End(windows[n]) <= bounds.close) {
-    closed.push_back(Take(windows[n]));
+  while (n < key.windows() && key.end(n) <= bounds.close) {
+    closed.push_back(key.Take(n, head()));
     ++n;
   }
-  windows.erase(windows.begin(), windows.begin() + n);
-  if (definition_.kind() == WindowKind::kSliding && n > 0 && key.extra().is_array()) {
+  if (n == 0) return;
+  key.Erase(0, n);
+  if (definition_.kind() == WindowKind::kSliding && key.extra().is_array()) {
     Value::Array& events = key.extra().as_array();
     const int64_t keep_after = SatSub(bounds.close, 2 * definition_.size());
     auto first_kept = std::find_if(events.begin(), events.end(), [&](const Value& e) {
@@ -352,7 +371,7 @@ void KeyWindows::CloseAll(KeyState& key, std::vector<WindowValue>& closed) const
     everything.Advance(definition_, Watermark::Max());
     Expire(key, everything, closed);
   }
-  key.windows().clear();
+  key.Erase(0, key.windows());
   if (definition_.kind() == WindowKind::kSliding) key.extra() = Value();
 }
 

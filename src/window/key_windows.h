@@ -2,12 +2,14 @@
 // them (include/weir/window.h states the semantics). Pure logic: no store, no I/O; the window
 // operator (dataflow/) loads a key's state, calls these, and emits what they report.
 //
-// A key's state is one Value, so that an event costs one state lookup:
-//   [serde, key_watermark, close_bound, late_bound, windows, extra]
-// windows: [[start, end, accumulators, fired], ...] sorted by start. Count windows use event
-// indexes for start and end and add [count, min_ts, max_ts] to each window; their extra is the
-// key's next event index. Sliding windows keep in extra the events that may still fall into a
-// window: [[ts, value], ...] sorted by ts.
+// A key's state is one flat array, so that an event costs one state lookup and its windows sit
+// in one run of memory:
+//   [serde, key_watermark, close_bound, late_bound, extra, window, window, ...]
+// where each window is `stride` values: start, end, fired, then (count windows) count, min_ts,
+// max_ts, then one accumulator per aggregation (null: the aggregation's initial accumulator).
+// Windows are sorted by start. Count windows use event indexes for start and end, and keep the
+// key's next event index in extra; sliding windows keep in extra the events that may still fall
+// into a window, [[ts, value], ...] sorted by ts.
 //
 // Bounds only move forward. close_bound: every window with end <= close_bound has closed.
 // late_bound (sessions): events before it are late. They are derived from the watermark and
@@ -19,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,7 +42,7 @@ struct Bounds {
   void Advance(const WindowDefinition& definition, Watermark wm);
 };
 
-// A window that changed, was created, was removed, or closed.
+// A window that was created or removed (for closing by partition's index).
 struct WindowSpan {
   int64_t start;
   int64_t end;
@@ -51,7 +54,7 @@ struct WindowSpan {
 struct WindowValue {
   int64_t start;
   int64_t end;
-  Value accumulators;
+  Value::Array accumulators;
   bool fired = false;  // closed windows only: already emitted by a trigger, close silently
 };
 
@@ -71,39 +74,53 @@ struct AddOutcome {
   void Clear();
 };
 
-// A view of a key's state value with typed access. Constructing it on a null value makes an
-// empty state for a key of `serde`.
+// A view of a key's state value with typed access to its windows.
 class KeyState {
  public:
-  KeyState(Value& state, KeySerde serde);
-  explicit KeyState(Value& state);  // REQUIRES: an initialized state
+  // `stride`: values per window (KeyWindows::stride()). With a serde, a null value becomes an
+  // empty state for a key of that serde.
+  KeyState(Value& state, size_t stride, KeySerde serde);
+  KeyState(Value& state, size_t stride);  // REQUIRES: an initialized state
 
   KeySerde serde() const;
   int64_t watermark() const { return slots()[kWatermark].as_int(); }
   void set_watermark(int64_t wm) { slots()[kWatermark] = Value(wm); }
   Bounds bounds() const;
   void set_bounds(const Bounds& b);
-  Value::Array& windows() { return slots()[kWindows].as_array(); }
-  const Value::Array& windows() const { return slots()[kWindows].as_array(); }
   Value& extra() { return slots()[kExtra]; }
-  // No window and nothing kept for future windows (a sliding window's events).
-  bool empty() const {
-    const Value& extra = slots()[kExtra];
-    return windows().empty() && !(extra.is_array() && !extra.as_array().empty());
-  }
-  // The window starting at `start`, or nullptr.
-  Value::Array* Find(int64_t start);
 
-  static int64_t Start(const Value& w) { return w.as_array()[0].as_int(); }
-  static int64_t End(const Value& w) { return w.as_array()[1].as_int(); }
-  static const Value& Accumulators(const Value& w) { return w.as_array()[2]; }
-  static bool Fired(const Value& w) { return w.as_array()[3].as_bool(); }
+  size_t windows() const { return (slots().size() - kFixedSlots) / stride_; }
+  int64_t start(size_t i) const { return At(i, kStart).as_int(); }
+  int64_t end(size_t i) const { return At(i, kEnd).as_int(); }
+  bool fired(size_t i) const { return At(i, kFired).as_bool(); }
+  void set_span(size_t i, int64_t start, int64_t end);
+  void set_fired(size_t i);
+  // Count windows' fields (REQUIRES: made with count-window strides).
+  Value& count_field(size_t i, size_t field) { return At(i, kCountFields + field); }
+  std::span<Value> accumulators(size_t i, size_t head);
+
+  // The index of the first window whose start is >= `start`.
+  size_t LowerBound(int64_t start) const;
+  // Inserts a window at index i (null accumulators, not fired).
+  void Insert(size_t i, int64_t start, int64_t end);
+  void Erase(size_t first, size_t count = 1);
+  // Moves window i out (its span, accumulators and fired mark); the window stays, emptied.
+  WindowValue Take(size_t i, size_t head);
+  // No window and nothing kept for future windows (a sliding window's events).
+  bool empty() const;
 
  private:
-  enum Slot { kSerde, kWatermark, kClose, kLate, kWindows, kExtra, kSlotCount };
+  enum Slot { kSerde, kWatermark, kClose, kLate, kExtra, kFixedSlots };
+  enum WindowField { kStart, kEnd, kFired, kCountFields };
   Value::Array& slots() { return state_->as_array(); }
   const Value::Array& slots() const { return state_->as_array(); }
+  Value& At(size_t i, size_t field) { return slots()[kFixedSlots + i * stride_ + field]; }
+  const Value& At(size_t i, size_t field) const {
+    return slots()[kFixedSlots + i * stride_ + field];
+  }
+
   Value* state_;
+  size_t stride_;
 };
 
 // The rules of one window definition.
@@ -114,6 +131,9 @@ class KeyWindows {
              Trigger trigger);
 
   const WindowDefinition& definition() const { return definition_; }
+  // A view of a key's state (see KeyState); with a serde, initializes a null state.
+  KeyState View(Value& state, KeySerde serde) const { return KeyState(state, stride(), serde); }
+  KeyState View(Value& state) const { return KeyState(state, stride()); }
 
   // Adds an event to the key's windows under `bounds` (the key's or the partition's, already
   // advanced for this event). REQUIRES: aggregations.Accepts(value).
@@ -127,9 +147,13 @@ class KeyWindows {
   void CloseAll(KeyState& key, std::vector<WindowValue>& closed) const;
 
   // The result value of a window: {"start", "end", <aggregates>...}.
-  Value Result(int64_t start, int64_t end, const Value& accumulators) const;
+  Value Result(int64_t start, int64_t end, std::span<const Value> accumulators) const;
 
  private:
+  // Values before a window's accumulators, and per window.
+  size_t head() const { return definition_.is_count() ? 6 : 3; }
+  size_t stride() const { return head() + aggregations_.size(); }
+
   void AddAligned(KeyState& key, const Bounds& bounds, const Value& value, EventTime ts,
                   AddOutcome& outcome) const;
   void AddSliding(KeyState& key, const Bounds& bounds, const Value& value, EventTime ts,
@@ -137,9 +161,13 @@ class KeyWindows {
   void AddSession(KeyState& key, const Bounds& bounds, const Value& value, EventTime ts,
                   AddOutcome& outcome) const;
   void AddCount(KeyState& key, const Value& value, EventTime ts, AddOutcome& outcome) const;
-  // Reports an updated window: to `current` (for .Current()), and to the trigger, which may fire
-  // it: a fired window goes to `ready` and is kept, marked fired, until it closes.
-  void Updated(Value::Array& window, AddOutcome& outcome) const;
+  // Reports an updated window (start, end as emitted): to `current` (for .Current()), and to
+  // the trigger, which may fire it: a fired window goes to `ready` and is kept, marked fired,
+  // until it closes.
+  void Updated(KeyState& key, size_t i, int64_t start, int64_t end, AddOutcome& outcome) const;
+  std::span<Value> Accumulators(KeyState& key, size_t i) const {
+    return key.accumulators(i, head());
+  }
 
   WindowDefinition definition_;
   const Aggregations& aggregations_;
