@@ -260,7 +260,9 @@ int BenchWindows(const BenchArgs& args) {
   generator.partitions = args.partitions;
   generator.users = args.users;
   generator.events = args.records;
-  generator.events_per_second = 2'000;
+  // A fifth of the users active, each clicking every 8 s or so: 2000 events/s for 100k users,
+  // and proportionally more for more users, so that all of them are in play.
+  generator.events_per_second = std::max(2'000.0, static_cast<double>(args.users) / 50);
   generator.max_out_of_order_ms = 2'000;
   if (args.window_keys == "uniform") {
     // Every key all the time, one event per key per second of event time: as many open windows

@@ -7,6 +7,7 @@
 // nothing is due) and removes what is due (O(log n) each), so expiry never scans open windows.
 #include "dataflow/window_operator.h"
 
+#include <algorithm>
 #include <set>
 #include <tuple>
 
@@ -99,10 +100,14 @@ class WindowOperator : public Operator {
       for (const WindowValue& w : outcome_.ready) Emit(r.key, w);
     }
     if (partition_mode_) {
-      for (const window::WindowSpan& s : outcome_.removed)
-        index_.erase({s.end, state_key_, s.start});
-      for (const window::WindowSpan& s : outcome_.created)
-        index_.insert({s.end, state_key_, s.start});
+      // The index is lazy (see Sweep): a window gets an entry when its start is new; a session
+      // that only grew to the right keeps its entry, with the end it had then.
+      for (const window::WindowSpan& c : outcome_.created) {
+        bool start_known =
+            std::any_of(outcome_.removed.begin(), outcome_.removed.end(),
+                        [&](const window::WindowSpan& r) { return r.start == c.start; });
+        if (!start_known) index_.insert({c.end, state_key_, c.start});
+      }
       if (key.empty()) store_.Delete(state_key_);  // the partition's bounds cover its lateness
       Sweep();  // windows this event made and that are closed already (sliding)
       return;
@@ -142,29 +147,37 @@ class WindowOperator : public Operator {
   }
 
   // Closes every due window of every key, key by key in the order of their first due window.
+  //
+  // The index is lazy: an entry (end, key, start) says that window `start` of `key` ends at
+  // `end` or later. Every open window has one (made when its start first appeared; a session
+  // that grows keeps it), so a window cannot be due without an entry being due first; an entry
+  // whose window grew is put back with its end, and one whose window is gone (merged away,
+  // re-keyed, closed with an earlier entry) is dropped. So an event updates the index only when
+  // it makes a window, not each time it extends one.
   void Sweep() {
     ctx_.CountExpiryVisits(1);  // the index's first entry: due or not
     while (!index_.empty() && index_.begin()->end <= partition_bounds_.close) {
-      const std::string key_bytes = index_.begin()->key;
-      auto stored = store_.Mutate(key_bytes);
-      if (!stored.ok()) return Fail(stored.status());
-      KeyState key = windows_.View(**stored);
-      closed_.clear();
-      windows_.Expire(key, partition_bounds_, closed_);
-      if (closed_.empty()) {
-        // The index and the key's windows disagree: drop the entry rather than loop.
-        Fail(Status::Internal("window index entry without its window, key " + key_bytes));
-        index_.erase(index_.begin());
+      IndexEntry due = std::move(index_.extract(index_.begin()).value());
+      ctx_.CountExpiryVisits(1);
+      auto state = store_.Get(due.key);
+      if (!state.ok()) return Fail(state.status());
+      if (*state == nullptr) continue;  // the key has no windows left
+      auto mutable_state = store_.Mutate(due.key);
+      if (!mutable_state.ok()) return Fail(mutable_state.status());
+      KeyState key = windows_.View(**mutable_state);
+      size_t i = key.LowerBound(due.start);
+      if (i == key.windows() || key.start(i) != due.start) continue;  // gone
+      if (key.end(i) > partition_bounds_.close) {
+        index_.insert({key.end(i), std::move(due.key), due.start});  // grew: not due yet
         continue;
       }
-      auto message_key = MessageKey(key_bytes, key.serde());
+      closed_.clear();
+      windows_.Expire(key, partition_bounds_, closed_);
+      auto message_key = MessageKey(due.key, key.serde());
       if (!message_key.ok()) return Fail(message_key.status());
-      ctx_.CountExpiryVisits(static_cast<int64_t>(closed_.size()) + 1);
-      for (WindowValue& w : closed_) {
-        index_.erase({w.end, key_bytes, w.start});
-        EmitClosed(*message_key, w);
-      }
-      if (key.empty()) store_.Delete(key_bytes);
+      ctx_.CountExpiryVisits(static_cast<int64_t>(closed_.size()));
+      for (WindowValue& w : closed_) EmitClosed(*message_key, w);
+      if (key.empty()) store_.Delete(due.key);
     }
   }
 
