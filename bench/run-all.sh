@@ -15,7 +15,18 @@ for i in $(seq "$REPEAT"); do
   $weir bench log --records 5000000
   $weir bench pipeline --events 4000000 --keys uniform
   $weir bench pipeline --events 4000000 --keys sessions
+  for users in 100000 1000000; do for closing in key partition; do
+    $weir bench windows --window session --events 8000000 --users $users --closing $closing
+  done; done
+  for users in 1000 10000 100000; do for window in tumbling hopping; do
+    $weir bench windows --window $window --keys uniform --events 4000000 --users $users
+  done; done
 done
+echo; echo "== expiry cost as stored windows grow (one open window per key)"
+for users in 10000 100000 1000000; do for closing in key partition; do
+  $weir bench windows --window tumbling --keys uniform --users $users --events $((users * 30)) \
+    --closing $closing
+done; done
 echo; echo "== segment files vs RocksDB as the log's backend (Google Benchmark)"
 ninja -C build log_benchmark >/dev/null
 build/src/log/log_benchmark --benchmark_min_time=0.5
