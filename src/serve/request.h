@@ -1,0 +1,66 @@
+// Parsing what clients ask for, without I/O: request targets (path + query string) and publish
+// bodies. README.md in this folder is the protocol these implement.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "weir/status.h"
+
+namespace weir::serve {
+
+enum class Endpoint : uint8_t { kStreams, kPublish, kTopics, kHealth };
+
+// Where a subscription starts.
+struct StartOffset {
+  enum class Kind : uint8_t { kLive, kEarliest, kAt };
+  Kind kind = Kind::kLive;
+  int64_t offset = 0;  // kAt only
+};
+
+struct Target {
+  Endpoint endpoint = Endpoint::kHealth;
+  std::string topic;                // kStreams and kPublish
+  int32_t partition = 0;            // decimal, 0 <= P < 2^31
+  StartOffset start;                // kStreams
+  std::optional<std::string> token; // ?token=
+};
+
+// The reason a target is refused: which parameter (or "path") and what was wrong.
+struct TargetError {
+  enum class Kind : uint8_t { kNotFound, kBadRequest };
+  Kind kind;
+  std::string param;   // "path", "partition", "offset", "token" or the unknown parameter's name
+  std::string detail;  // human-readable
+};
+
+// Parses an HTTP request target such as "/streams/orders?partition=1&offset=42".
+// Paths: /streams/TOPIC, /publish/TOPIC, /topics, /health (no trailing slash). A path that is not
+// one of these is kNotFound ("path"); a bad topic name, an empty or repeated parameter, a
+// parameter that does not apply to the endpoint, a malformed percent-escape or number is
+// kBadRequest naming it. Values are percent-decoded (and '+' is a plus, not a space).
+// Never throws, never reads outside `target`.
+std::variant<Target, TargetError> ParseTarget(std::string_view target);
+
+// One value of a publish body.
+struct BodyError {
+  int64_t line;        // 1-based line of the bad value (1 for a single value)
+  std::string detail;  // simdjson's message
+};
+// Splits a publish body into its JSON values and validates each as exactly one JSON value.
+// A body that is one JSON value as a whole (a pretty-printed object included) is that value;
+// otherwise it is JSON lines: '\r' before '\n' dropped, empty or whitespace-only lines skipped.
+// Each value is trimmed of surrounding whitespace. Values are views into `body`.
+// A body with no value returns an empty vector.
+std::variant<std::vector<std::string_view>, BodyError> SplitPublishBody(std::string_view body);
+
+// "Bearer TOKEN" -> TOKEN; anything else (another scheme, missing) -> nullopt.
+std::optional<std::string_view> BearerToken(std::string_view authorization_header);
+
+}  // namespace weir::serve
