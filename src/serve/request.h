@@ -26,10 +26,10 @@ struct StartOffset {
 
 struct Target {
   Endpoint endpoint = Endpoint::kHealth;
-  std::string topic;                // kStreams and kPublish
-  int32_t partition = 0;            // decimal, 0 <= P < 2^31
-  StartOffset start;                // kStreams
-  std::optional<std::string> token; // ?token=
+  std::string topic;                 // kStreams and kPublish
+  int32_t partition = 0;             // decimal, 0 <= P < 2^31
+  StartOffset start;                 // kStreams
+  std::optional<std::string> token;  // ?token=
 };
 
 // The reason a target is refused: which parameter (or "path") and what was wrong.
@@ -42,9 +42,11 @@ struct TargetError {
 
 // Parses an HTTP request target such as "/streams/orders?partition=1&offset=42".
 // Paths: /streams/TOPIC, /publish/TOPIC, /topics, /health (no trailing slash). A path that is not
-// one of these is kNotFound ("path"); a bad topic name, an empty or repeated parameter, a
-// parameter that does not apply to the endpoint, a malformed percent-escape or number is
-// kBadRequest naming it. Values are percent-decoded (and '+' is a plus, not a space).
+// one of these is kNotFound ("path"); a bad topic name ("path"), an empty or repeated parameter,
+// a parameter that does not apply to the endpoint, a malformed percent-escape or number is
+// kBadRequest naming it. `token` applies to every endpoint, `partition` to streams and publish,
+// `offset` to streams; empty segments ("?", "&&", a trailing '&') are ignored. Values are
+// percent-decoded (and '+' is a plus, not a space); names are not.
 // Never throws, never reads outside `target`.
 std::variant<Target, TargetError> ParseTarget(std::string_view target);
 

@@ -32,24 +32,25 @@ void AppendCloseFrame(std::string& out, uint16_t code, std::string_view reason);
 
 // One complete message from a client: a data message (fragments reassembled) or a control frame.
 struct ClientMessage {
-  Opcode opcode;         // kText, kBinary, kClose, kPing or kPong (never kContinuation)
-  std::string payload;   // unmasked; for kClose: the code (2 bytes, if any) and reason
+  Opcode opcode;        // kText, kBinary, kClose, kPing or kPong (never kContinuation)
+  std::string payload;  // unmasked; for kClose: the code (2 bytes, if any) and reason
 };
 
 // Incremental parser of client frames. Feed bytes as they arrive; take messages as they complete.
 // Enforces RFC 6455 for a server: every client frame masked, reserved bits 0 (no extensions are
 // negotiated), known opcodes, control frames final and <= 125 bytes (and may arrive between the
 // fragments of a data message), continuation only inside a fragmented message, a close payload
-// of 0 or >= 2 bytes with a valid code, text payloads valid UTF-8 (checked once the message is
-// whole), and a data message of at most `max_message_bytes` (the sum of its fragments).
+// of 0 or >= 2 bytes with a valid code and a UTF-8 reason, text payloads valid UTF-8 (checked
+// once the message is whole), a 64-bit length with its top bit 0, and a data message of at most
+// `max_message_bytes` (the sum of its fragments).
 class FrameParser {
  public:
   explicit FrameParser(size_t max_message_bytes) : max_message_bytes_(max_message_bytes) {}
 
   enum class Result : uint8_t {
-    kNeedMore,   // nothing complete yet; feed more bytes
-    kMessage,    // *out holds a message; call Next again (more may be buffered)
-    kError,      // protocol violation: close with error_code() / error_reason()
+    kNeedMore,  // nothing complete yet; feed more bytes
+    kMessage,   // *out holds a message; call Next again (more may be buffered)
+    kError,     // protocol violation: close with error_code() / error_reason()
   };
   // Appends `bytes` to the parser's buffer (does not parse).
   void Feed(std::string_view bytes);
@@ -61,6 +62,8 @@ class FrameParser {
   const std::string& error_reason() const { return error_reason_; }
 
  private:
+  Result Fail(uint16_t code, std::string_view reason);
+
   size_t max_message_bytes_;
   // Implementation-defined state: the unparsed bytes and the message being reassembled.
   std::string buffer_;

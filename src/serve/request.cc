@@ -1,0 +1,227 @@
+#include "serve/request.h"
+
+#include <algorithm>
+
+#include "simdjson.h"
+
+namespace weir::serve {
+
+namespace {
+
+constexpr size_t kMaxTopicLength = 200;
+constexpr std::string_view kStreamsPrefix = "/streams/";
+constexpr std::string_view kPublishPrefix = "/publish/";
+
+TargetError BadRequest(std::string param, std::string detail) {
+  return {TargetError::Kind::kBadRequest, std::move(param), std::move(detail)};
+}
+
+bool IsTopicChar(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+bool IsValidTopic(std::string_view topic) {
+  return !topic.empty() && topic.size() <= kMaxTopicLength &&
+         std::all_of(topic.begin(), topic.end(), IsTopicChar);
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Decodes %XX escapes; '+' stays '+'. False on a '%' not followed by two hex digits.
+bool PercentDecode(std::string_view in, std::string& out) {
+  out.clear();
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (in.size() - i < 3) return false;
+    const int hi = HexDigit(in[i + 1]);
+    const int lo = HexDigit(in[i + 2]);
+    if (hi < 0 || lo < 0) return false;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return true;
+}
+
+// Digits only (no sign, no space), at most `max_digits` of them, value <= `max`.
+bool ParseDecimal(std::string_view s, size_t max_digits, uint64_t max, uint64_t& value) {
+  if (s.empty() || s.size() > max_digits) return false;
+  value = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<uint64_t>(c - '0');  // <= 19 digits: no overflow
+  }
+  return value <= max;
+}
+
+bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::string_view TrimJsonSpace(std::string_view s) {
+  while (!s.empty() && IsJsonSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsJsonSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Validates views into one padded copy of the body (simdjson reads up to SIMDJSON_PADDING bytes
+// past a value's end), so no value is copied again. The copy's buffer is the thread's, reused.
+class BodyValidator {
+ public:
+  explicit BodyValidator(std::string_view body) : body_(body) {
+    padded_.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+    padded_.assign(body);
+    padded_.append(simdjson::SIMDJSON_PADDING, ' ');
+  }
+
+  // simdjson's error for `value` (a view into the body), or nullptr if it is one JSON value.
+  const char* Check(std::string_view value) {
+    const char* start = padded_.data() + (value.data() - body_.data());
+    simdjson::dom::element root;
+    auto error = parser_.parse(start, value.size(), /*realloc_if_needed=*/false).get(root);
+    return error ? simdjson::error_message(error) : nullptr;
+  }
+
+ private:
+  std::string_view body_;
+  static thread_local std::string padded_;
+  static thread_local simdjson::dom::parser parser_;
+};
+
+thread_local std::string BodyValidator::padded_;
+thread_local simdjson::dom::parser BodyValidator::parser_;
+
+}  // namespace
+
+std::variant<Target, TargetError> ParseTarget(std::string_view target) {
+  const size_t question = target.find('?');
+  const std::string_view path = target.substr(0, question);
+  const std::string_view query =
+      question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+
+  Target t;
+  if (path == "/topics") {
+    t.endpoint = Endpoint::kTopics;
+  } else if (path == "/health") {
+    t.endpoint = Endpoint::kHealth;
+  } else if (path.starts_with(kStreamsPrefix) || path.starts_with(kPublishPrefix)) {
+    t.endpoint = path.starts_with(kStreamsPrefix) ? Endpoint::kStreams : Endpoint::kPublish;
+    const std::string_view topic = path.substr(kStreamsPrefix.size());
+    if (!IsValidTopic(topic)) {
+      return BadRequest("path", "a topic name is 1-200 characters of [A-Za-z0-9._-]");
+    }
+    t.topic.assign(topic);
+  } else {
+    return TargetError{TargetError::Kind::kNotFound, "path", "no such endpoint"};
+  }
+
+  const bool takes_partition = t.endpoint == Endpoint::kStreams || t.endpoint == Endpoint::kPublish;
+  const bool takes_offset = t.endpoint == Endpoint::kStreams;
+  bool seen_partition = false, seen_offset = false;
+  std::string value;
+  size_t pos = 0;
+  while (pos <= query.size() && !query.empty()) {
+    size_t amp = query.find('&', pos);
+    if (amp == std::string_view::npos) amp = query.size();
+    const std::string_view param = query.substr(pos, amp - pos);
+    pos = amp + 1;
+    if (param.empty()) continue;  // "a=1&&b=2", a trailing '&'
+    const size_t eq = param.find('=');
+    const std::string_view name = param.substr(0, eq);
+    const std::string_view raw =
+        eq == std::string_view::npos ? std::string_view() : param.substr(eq + 1);
+
+    bool* seen = nullptr;
+    if (name == "partition" && takes_partition) {
+      seen = &seen_partition;
+    } else if (name == "offset" && takes_offset) {
+      seen = &seen_offset;
+    } else if (name != "token") {
+      return BadRequest(std::string(name), "unknown parameter for this endpoint");
+    }
+    if ((seen != nullptr && *seen) || (seen == nullptr && t.token.has_value())) {
+      return BadRequest(std::string(name), "repeated parameter");
+    }
+    if (raw.empty()) return BadRequest(std::string(name), "empty value");
+    if (!PercentDecode(raw, value)) return BadRequest(std::string(name), "malformed %-escape");
+
+    if (seen == nullptr) {
+      t.token = value;
+      continue;
+    }
+    *seen = true;
+    uint64_t number = 0;
+    if (name == "partition") {
+      if (!ParseDecimal(value, 10, INT32_MAX, number)) {
+        return BadRequest("partition", "a partition is a decimal number below 2^31");
+      }
+      t.partition = static_cast<int32_t>(number);
+    } else if (value == "earliest") {
+      t.start.kind = StartOffset::Kind::kEarliest;
+    } else if (value == "latest") {
+      t.start.kind = StartOffset::Kind::kLive;
+    } else if (ParseDecimal(value, 19, INT64_MAX, number)) {
+      t.start.kind = StartOffset::Kind::kAt;
+      t.start.offset = static_cast<int64_t>(number);
+    } else {
+      return BadRequest("offset", "an offset is earliest, latest or 0 <= N < 2^63 in digits");
+    }
+  }
+  return t;
+}
+
+std::variant<std::vector<std::string_view>, BodyError> SplitPublishBody(std::string_view body) {
+  std::vector<std::string_view> values;
+  const std::string_view whole = TrimJsonSpace(body);
+  if (whole.empty()) return values;
+  BodyValidator validator(body);
+  const char* whole_error = validator.Check(whole);
+  if (whole_error == nullptr) {
+    values.push_back(whole);
+    return values;
+  }
+  if (whole.find('\n') == std::string_view::npos) return BodyError{1, whole_error};
+
+  int64_t line_number = 0;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find('\n', pos);
+    if (end == std::string_view::npos) end = body.size();
+    ++line_number;
+    // Trimming drops the '\r' before the '\n' along with the other surrounding whitespace.
+    const std::string_view line = TrimJsonSpace(body.substr(pos, end - pos));
+    pos = end + 1;
+    if (line.empty()) continue;
+    if (const char* error = validator.Check(line)) return BodyError{line_number, error};
+    values.push_back(line);
+  }
+  return values;
+}
+
+std::optional<std::string_view> BearerToken(std::string_view authorization_header) {
+  constexpr std::string_view kScheme = "bearer";
+  std::string_view h = authorization_header;
+  while (!h.empty() && (h.front() == ' ' || h.front() == '\t')) h.remove_prefix(1);
+  while (!h.empty() && (h.back() == ' ' || h.back() == '\t')) h.remove_suffix(1);
+  if (h.size() <= kScheme.size() || (h[kScheme.size()] != ' ' && h[kScheme.size()] != '\t')) {
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    char c = h[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != kScheme[i]) return std::nullopt;
+  }
+  h.remove_prefix(kScheme.size());
+  while (!h.empty() && (h.front() == ' ' || h.front() == '\t')) h.remove_prefix(1);
+  if (h.empty() || h.find_first_of(" \t") != std::string_view::npos) return std::nullopt;
+  return h;
+}
+
+}  // namespace weir::serve

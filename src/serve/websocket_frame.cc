@@ -1,0 +1,240 @@
+#include "serve/websocket_frame.h"
+
+#include <charconv>
+#include <cstring>
+
+#include "simdjson.h"
+
+namespace weir::serve {
+
+namespace {
+
+constexpr size_t kMaxControlPayload = 125;
+constexpr size_t kMaxCloseReason = kMaxControlPayload - 2;
+constexpr size_t kMaxHeaderBytes = 10;
+
+// Writes an unmasked, final frame header for `length` payload bytes; returns its size.
+size_t EncodeHeader(char* h, Opcode opcode, uint64_t length) {
+  h[0] = static_cast<char>(0x80 | static_cast<uint8_t>(opcode));
+  if (length <= kMaxControlPayload) {
+    h[1] = static_cast<char>(length);
+    return 2;
+  }
+  if (length <= 0xFFFF) {
+    h[1] = 126;
+    h[2] = static_cast<char>(length >> 8);
+    h[3] = static_cast<char>(length);
+    return 4;
+  }
+  h[1] = 127;
+  for (int i = 0; i < 8; ++i) h[2 + i] = static_cast<char>(length >> (56 - 8 * i));
+  return 10;
+}
+
+void AppendHeader(std::string& out, Opcode opcode, uint64_t length) {
+  char h[kMaxHeaderBytes];
+  out.append(h, EncodeHeader(h, opcode, length));
+}
+
+// dst[i] = src[i] ^ key[i % 4]; dst may equal src. Eight bytes at a time: the mask repeats every
+// four bytes, so a 64-bit word of it lines up with every 8-byte step.
+void Unmask(char* dst, const char* src, size_t n, const uint8_t key[4]) {
+  uint64_t key64;
+  uint8_t key8[8] = {key[0], key[1], key[2], key[3], key[0], key[1], key[2], key[3]};
+  std::memcpy(&key64, key8, 8);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, src + i, 8);
+    word ^= key64;
+    std::memcpy(dst + i, &word, 8);
+  }
+  for (; i < n; ++i) dst[i] = static_cast<char>(src[i] ^ key[i & 3]);
+}
+
+bool IsControl(uint8_t opcode) { return opcode & 0x8; }
+
+bool IsKnownOpcode(uint8_t opcode) {
+  switch (static_cast<Opcode>(opcode)) {
+    case Opcode::kContinuation:
+    case Opcode::kText:
+    case Opcode::kBinary:
+    case Opcode::kClose:
+    case Opcode::kPing:
+    case Opcode::kPong:
+      return true;
+  }
+  return false;
+}
+
+// RFC 6455 §7.4: codes a peer may send. 1004-1006 and 1015 are reserved (never on the wire),
+// 1016-2999 unassigned, 3000-4999 for libraries and applications.
+bool IsValidCloseCode(uint16_t code) {
+  if (code >= 3000 && code <= 4999) return true;
+  if (code < 1000 || code > 1014) return false;
+  return code != 1004 && code != 1005 && code != 1006;
+}
+
+}  // namespace
+
+void AppendFrame(std::string& out, Opcode opcode, std::string_view payload) {
+  out.reserve(out.size() + kMaxHeaderBytes + payload.size());
+  AppendHeader(out, opcode, payload.size());
+  out.append(payload);
+}
+
+void AppendMessageFrame(std::string& out, int64_t offset, std::string_view message) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), offset);
+  (void)ec;  // 24 bytes hold any int64
+  const size_t digit_count = static_cast<size_t>(end - digits);
+  const uint64_t length = 1 + digit_count + 1 + message.size() + 1;
+  out.reserve(out.size() + kMaxHeaderBytes + length);
+  AppendHeader(out, Opcode::kText, length);
+  out.push_back('[');
+  out.append(digits, digit_count);
+  out.push_back(',');
+  out.append(message);
+  out.push_back(']');
+}
+
+void AppendCloseFrame(std::string& out, uint16_t code, std::string_view reason) {
+  if (reason.size() > kMaxCloseReason) {
+    size_t n = kMaxCloseReason;
+    // Back off while the first byte left out is a continuation byte (10xxxxxx).
+    while (n > 0 && (static_cast<uint8_t>(reason[n]) & 0xC0) == 0x80) --n;
+    reason = reason.substr(0, n);
+  }
+  char h[kMaxHeaderBytes];
+  const size_t header = EncodeHeader(h, Opcode::kClose, 2 + reason.size());
+  out.reserve(out.size() + header + 2 + reason.size());
+  out.append(h, header);
+  out.push_back(static_cast<char>(code >> 8));
+  out.push_back(static_cast<char>(code));
+  out.append(reason);
+}
+
+bool IsValidUtf8(std::string_view text) {
+  return simdjson::validate_utf8(text.data(), text.size());
+}
+
+void FrameParser::Feed(std::string_view bytes) {
+  if (error_code_ != 0) return;
+  if (consumed_ == buffer_.size()) {
+    buffer_.clear();
+    consumed_ = 0;
+  } else if (consumed_ >= 4096 && consumed_ * 2 >= buffer_.size()) {
+    buffer_.erase(0, consumed_);
+    consumed_ = 0;
+  }
+  buffer_.append(bytes);
+}
+
+FrameParser::Result FrameParser::Fail(uint16_t code, std::string_view reason) {
+  error_code_ = code;
+  error_reason_.assign(reason);
+  buffer_.clear();
+  buffer_.shrink_to_fit();
+  consumed_ = 0;
+  partial_.clear();
+  partial_.shrink_to_fit();
+  return Result::kError;
+}
+
+FrameParser::Result FrameParser::Next(ClientMessage* out) {
+  if (error_code_ != 0) return Result::kError;
+  for (;;) {
+    const size_t available = buffer_.size() - consumed_;
+    if (available < 2) return Result::kNeedMore;
+    const auto* p = reinterpret_cast<const uint8_t*>(buffer_.data() + consumed_);
+    const bool fin = p[0] & 0x80;
+    const uint8_t opcode = p[0] & 0x0F;
+    const bool masked = p[1] & 0x80;
+    const uint8_t length7 = p[1] & 0x7F;
+
+    if (p[0] & 0x70) return Fail(1002, "reserved bits set");
+    if (!IsKnownOpcode(opcode)) return Fail(1002, "unknown opcode");
+    if (!masked) return Fail(1002, "client frame not masked");
+    const bool control = IsControl(opcode);
+    if (control) {
+      if (!fin) return Fail(1002, "fragmented control frame");
+      if (length7 > kMaxControlPayload) return Fail(1002, "control frame above 125 bytes");
+    } else if (opcode == static_cast<uint8_t>(Opcode::kContinuation)) {
+      if (!in_fragmented_) return Fail(1002, "continuation without a message");
+    } else if (in_fragmented_) {
+      return Fail(1002, "new data frame inside a fragmented message");
+    }
+
+    const size_t length_bytes = length7 == 126 ? 2 : length7 == 127 ? 8 : 0;
+    if (available < 2 + length_bytes) return Result::kNeedMore;
+    uint64_t length = length7;
+    if (length_bytes != 0) {
+      length = 0;
+      for (size_t i = 0; i < length_bytes; ++i) length = (length << 8) | p[2 + i];
+      if (length >> 63) return Fail(1002, "frame length with the top bit set");
+    }
+    // The length is known: refuse an oversize message before any of its payload is buffered.
+    if (!control) {
+      const uint64_t so_far = in_fragmented_ ? partial_.size() : 0;
+      if (length > max_message_bytes_ || so_far > max_message_bytes_ - length) {
+        return Fail(1009, "message too big");
+      }
+    }
+    const size_t header = 2 + length_bytes + 4;
+    if (available < header || available - header < length) return Result::kNeedMore;
+
+    uint8_t key[4];
+    std::memcpy(key, p + 2 + length_bytes, 4);
+    const char* payload = reinterpret_cast<const char*>(p + header);
+    const size_t n = static_cast<size_t>(length);
+    consumed_ += header + n;
+
+    if (control) {
+      out->opcode = static_cast<Opcode>(opcode);
+      out->payload.resize(n);
+      Unmask(out->payload.data(), payload, n, key);
+      if (out->opcode == Opcode::kClose) {
+        if (n == 1) return Fail(1002, "close payload of 1 byte");
+        if (n >= 2) {
+          const auto code = static_cast<uint16_t>((static_cast<uint8_t>(out->payload[0]) << 8) |
+                                                  static_cast<uint8_t>(out->payload[1]));
+          if (!IsValidCloseCode(code)) return Fail(1002, "invalid close code");
+          if (!IsValidUtf8(std::string_view(out->payload).substr(2))) {
+            return Fail(1007, "close reason not UTF-8");
+          }
+        }
+      }
+      return Result::kMessage;
+    }
+
+    if (opcode != static_cast<uint8_t>(Opcode::kContinuation)) {
+      if (fin) {
+        out->opcode = static_cast<Opcode>(opcode);
+        out->payload.resize(n);
+        Unmask(out->payload.data(), payload, n, key);
+        if (out->opcode == Opcode::kText && !IsValidUtf8(out->payload)) {
+          return Fail(1007, "text not UTF-8");
+        }
+        return Result::kMessage;
+      }
+      in_fragmented_ = true;
+      partial_opcode_ = static_cast<Opcode>(opcode);
+      partial_.clear();
+    }
+    const size_t start = partial_.size();
+    partial_.resize(start + n);
+    Unmask(partial_.data() + start, payload, n, key);
+    if (!fin) continue;
+
+    in_fragmented_ = false;
+    out->opcode = partial_opcode_;
+    out->payload.swap(partial_);
+    partial_.clear();
+    if (out->opcode == Opcode::kText && !IsValidUtf8(out->payload)) {
+      return Fail(1007, "text not UTF-8");
+    }
+    return Result::kMessage;
+  }
+}
+
+}  // namespace weir::serve
