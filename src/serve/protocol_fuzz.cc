@@ -1,0 +1,256 @@
+// Fuzz target for everything serve/ decodes from outside bytes: request targets, publish bodies
+// and client WebSocket frames. Built as a libFuzzer target with WEIR_FUZZ (WEIR_LIBFUZZER
+// defined) and, without it, as serve_protocol_fuzz_replay: a ctest that runs the target over the
+// seed corpus and deterministic mutations of it, so every compiler exercises the invariants.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "serve/masked_frame_for_test.h"
+#include "serve/request.h"
+#include "serve/websocket_frame.h"
+
+namespace weir::serve {
+namespace {
+
+void Require(bool condition, const char* what) {
+  if (condition) return;
+  std::fprintf(stderr, "invariant violated: %s\n", what);
+  std::abort();
+}
+
+void CheckTarget(std::string_view input) {
+  auto result = ParseTarget(input);
+  if (auto* error = std::get_if<TargetError>(&result)) {
+    Require(error->kind == TargetError::Kind::kNotFound || !error->detail.empty(), "detail");
+    return;
+  }
+  const Target& t = std::get<Target>(result);
+  Require(t.partition >= 0, "partition >= 0");
+  Require(t.start.offset >= 0, "offset >= 0");
+  Require(t.start.kind != StartOffset::Kind::kAt || t.endpoint == Endpoint::kStreams,
+          "offset only for streams");
+  const bool has_topic = t.endpoint == Endpoint::kStreams || t.endpoint == Endpoint::kPublish;
+  Require(has_topic != t.topic.empty(), "topic iff streams or publish");
+  Require(t.topic.size() <= 200, "topic length");
+}
+
+bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+void CheckBody(std::string_view body) {
+  auto result = SplitPublishBody(body);
+  if (auto* error = std::get_if<BodyError>(&result)) {
+    Require(error->line >= 1, "line >= 1");
+    Require(!error->detail.empty(), "detail");
+    return;
+  }
+  const char* previous_end = body.data();
+  for (std::string_view value : std::get<std::vector<std::string_view>>(result)) {
+    Require(!value.empty(), "value not empty");
+    Require(
+        value.data() >= previous_end && value.data() + value.size() <= body.data() + body.size(),
+        "values are ordered views into the body");
+    Require(!IsJsonSpace(value.front()) && !IsJsonSpace(value.back()), "values trimmed");
+    previous_end = value.data() + value.size();
+    // A value is one JSON value on its own.
+    auto again = SplitPublishBody(value);
+    auto* values = std::get_if<std::vector<std::string_view>>(&again);
+    Require(values != nullptr && values->size() == 1 && values->front() == value,
+            "a value is one value");
+  }
+}
+
+struct Outcome {
+  std::vector<ClientMessage> messages;
+  uint16_t error_code = 0;
+};
+
+// Feeds `parts` one after the other, taking every message as it completes.
+Outcome ParseFrames(size_t max, const std::vector<std::string_view>& parts) {
+  FrameParser parser(max);
+  Outcome outcome;
+  ClientMessage message;
+  for (std::string_view part : parts) {
+    parser.Feed(part);
+    FrameParser::Result r;
+    while ((r = parser.Next(&message)) == FrameParser::Result::kMessage) {
+      outcome.messages.push_back(message);
+    }
+    if (r == FrameParser::Result::kError) {
+      outcome.error_code = parser.error_code();
+      Require(parser.Next(&message) == FrameParser::Result::kError, "errors are final");
+      break;
+    }
+  }
+  return outcome;
+}
+
+void CheckFrames(std::string_view bytes) {
+  // The last byte picks the maximum (16 bytes to 32 KiB), so the first, a frame's opcode, is free.
+  const uint8_t seed = bytes.empty() ? 0 : static_cast<uint8_t>(bytes.back());
+  const size_t max = size_t{16} << (seed % 12);
+  const size_t split = (seed * 31u + bytes.size() * 7u) % (bytes.size() + 1);
+
+  const Outcome whole = ParseFrames(max, {bytes});
+  const Outcome halves = ParseFrames(max, {bytes.substr(0, split), bytes.substr(split)});
+  Require(whole.error_code == halves.error_code, "split does not change the error");
+  Require(whole.messages.size() == halves.messages.size(), "split does not change the messages");
+  Require(whole.error_code == 0 || whole.error_code == 1002 || whole.error_code == 1007 ||
+              whole.error_code == 1009,
+          "error codes");
+
+  for (size_t i = 0; i < whole.messages.size(); ++i) {
+    const ClientMessage& m = whole.messages[i];
+    Require(m.opcode == halves.messages[i].opcode && m.payload == halves.messages[i].payload,
+            "split does not change a message");
+    switch (m.opcode) {
+      case Opcode::kText:
+        Require(IsValidUtf8(m.payload), "text is UTF-8");
+        [[fallthrough]];
+      case Opcode::kBinary:
+        Require(m.payload.size() <= max, "message within the maximum");
+        break;
+      case Opcode::kClose:
+        Require(m.payload.size() != 1, "close payload is not 1 byte");
+        [[fallthrough]];
+      case Opcode::kPing:
+      case Opcode::kPong:
+        Require(m.payload.size() <= 125, "control payload <= 125");
+        break;
+      case Opcode::kContinuation:
+        Require(false, "never a continuation");
+    }
+    if (m.opcode != Opcode::kText) continue;
+    // Re-encoded as a client would (masked, maybe in two fragments), it parses to itself.
+    std::string frame;
+    const uint32_t mask = seed * 0x01010101u ^ static_cast<uint32_t>(i);
+    const size_t cut = m.payload.size() / 2;
+    testing::AppendMaskedFrame(frame, 0x1, std::string_view(m.payload).substr(0, cut), mask, 0x00);
+    std::string ping;
+    testing::AppendMaskedFrame(ping, 0x9, "p", mask);
+    frame += ping;
+    testing::AppendMaskedFrame(frame, 0x0, std::string_view(m.payload).substr(cut), mask);
+    const Outcome again = ParseFrames(max, {frame});
+    Require(again.error_code == 0 && again.messages.size() == 2, "re-encoded text parses");
+    Require(again.messages[1].opcode == Opcode::kText && again.messages[1].payload == m.payload,
+            "re-encoded text is the same");
+  }
+
+  // The server's own frames, unmasked, are refused; masked they round-trip.
+  std::string server_frame;
+  AppendMessageFrame(server_frame, static_cast<int64_t>(bytes.size()), bytes.substr(0, 64));
+  Require(ParseFrames(max, {server_frame}).error_code == 1002, "unmasked frames are refused");
+}
+
+}  // namespace
+}  // namespace weir::serve
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  weir::serve::CheckTarget(bytes);
+  weir::serve::CheckBody(bytes);
+  weir::serve::CheckFrames(bytes);
+  return 0;
+}
+
+#ifndef WEIR_LIBFUZZER
+// Replay: every seed in the corpus directory, then deterministic mutations of them.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace {
+
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t Next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  size_t Below(size_t n) { return n == 0 ? 0 : static_cast<size_t>(Next() % n); }
+};
+
+std::string Mutate(const std::vector<std::string>& seeds, SplitMix64& rng) {
+  static constexpr uint8_t kInteresting[] = {0x00, 0x7e, 0x7f, 0x80, 0x81, 0x88, 0xff,
+                                             '%',  '&',  '=',  '?',  '\n', '{',  '"'};
+  std::string s = seeds[rng.Below(seeds.size())];
+  const size_t steps = 1 + rng.Below(4);
+  for (size_t step = 0; step < steps; ++step) {
+    switch (rng.Below(7)) {
+      case 0:  // flip a bit
+        if (!s.empty()) s[rng.Below(s.size())] ^= static_cast<char>(1 << rng.Below(8));
+        break;
+      case 1:  // insert a byte
+        s.insert(s.begin() + static_cast<ptrdiff_t>(rng.Below(s.size() + 1)),
+                 static_cast<char>(rng.Next()));
+        break;
+      case 2:  // delete a range
+        if (!s.empty()) {
+          const size_t at = rng.Below(s.size());
+          s.erase(at, 1 + rng.Below(std::min<size_t>(8, s.size() - at)));
+        }
+        break;
+      case 3:  // an interesting byte
+        if (!s.empty()) {
+          s[rng.Below(s.size())] = static_cast<char>(kInteresting[rng.Below(sizeof(kInteresting))]);
+        }
+        break;
+      case 4:  // truncate
+        s.resize(rng.Below(s.size() + 1));
+        break;
+      case 5: {  // splice another seed in
+        const std::string& other = seeds[rng.Below(seeds.size())];
+        const size_t from = rng.Below(other.size() + 1);
+        s.insert(rng.Below(s.size() + 1), other, from, rng.Below(other.size() - from + 1));
+        break;
+      }
+      case 6: {  // duplicate a chunk
+        if (s.empty()) break;
+        const size_t from = rng.Below(s.size());
+        const std::string chunk = s.substr(from, 1 + rng.Below(32));
+        s.insert(rng.Below(s.size() + 1), chunk);
+        break;
+      }
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR [MUTATIONS]\n", argv[0]);
+    return 2;
+  }
+  const long mutations = argc > 2 ? std::atol(argv[2]) : 200000;
+  std::vector<std::filesystem::path> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(argv[1])) {
+    if (entry.is_regular_file()) paths.push_back(entry.path());
+  }
+  std::sort(paths.begin(), paths.end());  // the same order, so the same mutations, everywhere
+  std::vector<std::string> seeds;
+  for (const auto& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    seeds.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  if (seeds.empty()) {
+    std::fprintf(stderr, "no seeds in %s\n", argv[1]);
+    return 1;
+  }
+  auto run = [](const std::string& input) {
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
+  };
+  for (const auto& seed : seeds) run(seed);
+  SplitMix64 rng{0x5EED};
+  for (long i = 0; i < mutations; ++i) run(Mutate(seeds, rng));
+  std::printf("%zu seeds, %ld mutations: invariants hold\n", seeds.size(), mutations);
+  return 0;
+}
+#endif  // WEIR_LIBFUZZER
