@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# Weir side by side with its peers on this machine (bench/peers/README.md): builds the drivers in
+# build-peers/, starts each server on a free loopback port with a fresh temp dir, drives it,
+# stops it, and prints two markdown tables: (a) fan-out against a ws broadcast server, (b)
+# durable publish + replay against JetStream and redis Streams. Not part of the tests.
+#
+# Environment:
+#   WEIR=build/src/cli/weir   the weir binary; without `weir serve` its rows say "not available"
+#   QUICK=1                   seconds-long runs, for development
+#   SUBSCRIBERS="100 1000"    fan-out sizes
+#   FANOUT_RATE_DELIVERIES=50000  deliveries/s of the fixed-rate runs (rate = this / subscribers)
+#   FANOUT_SECONDS=5          length of a fixed-rate run
+#   FANOUT_SAT_DELIVERIES=2000000 deliveries of a saturation run
+#   DURABLE_MESSAGES=200000   messages appended then replayed per durable run
+#   INFLIGHT=4096             messages sent and not yet acknowledged, for every durable peer
+#   ONLY="fanout durable"     which comparisons to run
+# Drivers' full output and the servers' logs stay in build-peers/last-run/.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+
+WEIR="${WEIR:-build/src/cli/weir}"
+SUBSCRIBERS="${SUBSCRIBERS:-100 1000}"
+ONLY="${ONLY:-fanout durable}"
+INFLIGHT="${INFLIGHT:-4096}"
+if [ "${QUICK:-0}" = 1 ]; then
+  FANOUT_RATE_DELIVERIES="${FANOUT_RATE_DELIVERIES:-20000}"
+  FANOUT_SECONDS="${FANOUT_SECONDS:-2}"
+  FANOUT_SAT_DELIVERIES="${FANOUT_SAT_DELIVERIES:-500000}"
+  DURABLE_MESSAGES="${DURABLE_MESSAGES:-20000}"
+else
+  FANOUT_RATE_DELIVERIES="${FANOUT_RATE_DELIVERIES:-50000}"
+  FANOUT_SECONDS="${FANOUT_SECONDS:-5}"
+  FANOUT_SAT_DELIVERIES="${FANOUT_SAT_DELIVERIES:-2000000}"
+  DURABLE_MESSAGES="${DURABLE_MESSAGES:-200000}"
+fi
+export NODE_PATH="${NODE_PATH:+$NODE_PATH:}/usr/share/nodejs"
+
+# ---------------------------------------------------------------------------------------- build
+if [ ! -f build-peers/build.ninja ]; then
+  cmake -S . -B build-peers -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
+fi
+ninja -C build-peers fanout_driver durable_weir durable_jetstream durable_redis >/dev/null ||
+  { echo "run.sh: building the drivers failed (ninja -C build-peers ...)" >&2; exit 1; }
+bin=build-peers/bench/peers
+
+ulimit -n 65536 2>/dev/null || true
+logs=build-peers/last-run
+rm -rf "$logs" && mkdir -p "$logs"
+work=$(mktemp -d /tmp/weir-peers.XXXXXX)  # on disk (not tmpfs): fsync costs what it costs
+server_pid=""
+stop_server() {
+  if [ -n "$server_pid" ]; then
+    kill "$server_pid" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+    server_pid=""
+  fi
+}
+trap 'stop_server; rm -rf "$work"' EXIT
+failures=0
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_listening PORT: until the started server accepts connections (10 s at most).
+wait_listening() {
+  for _ in $(seq 100); do
+    kill -0 "$server_pid" 2>/dev/null || return 1
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+weir_available() { [ -x "$WEIR" ] && "$WEIR" serve --help >/dev/null 2>&1; }
+
+# start_server NAME PORT COMMAND...: runs COMMAND in the background, logging to last-run/NAME.log.
+start_server() {
+  local name=$1 port=$2
+  shift 2
+  "$@" >"$logs/$name.log" 2>&1 &
+  server_pid=$!
+  if ! wait_listening "$port"; then
+    echo "run.sh: $name did not start listening on $port; log:" >&2
+    tail -5 "$logs/$name.log" >&2
+    stop_server
+    return 1
+  fi
+}
+
+start_ws() { start_server "$1" "$2" node bench/peers/ws_broadcast.js "$2"; }
+
+# start_weir NAME PORT TOPIC: a fresh data dir holding TOPIC, served.
+start_weir() {
+  local dir="$work/$1"
+  rm -rf "$dir"
+  "$WEIR" topics create "$3" --data-dir "$dir" >"$logs/$1.create.log" 2>&1 ||
+    { echo "run.sh: weir topics create failed:" >&2; cat "$logs/$1.create.log" >&2; return 1; }
+  start_server "$1" "$2" "$WEIR" serve --data-dir "$dir" --listen "127.0.0.1:$2"
+}
+
+start_nats() {
+  rm -rf "$work/$1"
+  start_server "$1" "$2" nats-server -js -a 127.0.0.1 -p "$2" -sd "$work/$1"
+}
+
+# start_redis NAME PORT FSYNC: AOF on (appendfsync FSYNC), no RDB snapshots.
+start_redis() {
+  rm -rf "$work/$1" && mkdir -p "$work/$1"
+  start_server "$1" "$2" redis-server --bind 127.0.0.1 --port "$2" --dir "$work/$1" \
+    --appendonly yes --appendfsync "$3" --save "" --protected-mode no
+}
+
+# result FILE KEY: a value of the RESULT line a driver printed.
+result() { grep '^RESULT' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+
+# n VALUE: a whole number with thousands separators.
+n() { awk -v v="$1" 'BEGIN { s = sprintf("%.0f", v); o = "";
+  while (length(s) > 3) { o = "," substr(s, length(s) - 2) o; s = substr(s, 1, length(s) - 3) }
+  print s o }'; }
+
+# run_driver NAME COMMAND...: runs a driver, keeps its output; returns its status.
+run_driver() {
+  local name=$1
+  shift
+  if "$@" >"$logs/$name.out" 2>&1; then return 0; fi
+  echo "run.sh: $name failed:" >&2
+  tail -3 "$logs/$name.out" >&2
+  failures=$((failures + 1))
+  return 1
+}
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
+     "load $(cut -d' ' -f1-3 /proc/loadavg), $(uname -r)"
+echo "commit:  $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo ' (src with uncommitted changes)')"
+echo "peers:   ws $(node -p 'require("ws/package.json").version') on node $(node --version)," \
+     "$(nats-server --version), redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
+if weir_available; then echo "weir:    $WEIR"; else echo "weir:    not available ($WEIR serve)"; fi
+
+# ------------------------------------------------------------------------------- (a) fan-out
+fanout_rows=()
+fanout_notes=()
+# fanout_case SYSTEM SUBS MODE: one run, one table row.
+fanout_case() {
+  local system=$1 subs=$2 mode=$3 port name rate messages load
+  name="fanout-$system-$subs-$mode"
+  if [ "$mode" = rate ]; then
+    rate=$((FANOUT_RATE_DELIVERIES / subs))
+    [ "$rate" -ge 1 ] || rate=1
+    messages=$((rate * FANOUT_SECONDS))
+    load="$rate msg/s ($(n $((rate * subs))) deliveries/s)"
+  else
+    rate=0
+    messages=$((FANOUT_SAT_DELIVERIES / subs))
+    load="saturation, $(n "$messages") msgs"
+  fi
+  local row_head="| $subs | $load | $system"
+  port=$(free_port)
+  local args=(--system "$system" --subscribers "$subs" --messages "$messages" --rate "$rate"
+              --warmup 200 --window 64 --timeout 300)
+  if [ "$system" = ws ]; then
+    start_ws "$name" "$port" || { fanout_rows+=("$row_head | server did not start | | | | | | |"); failures=$((failures + 1)); return; }
+    args+=(--format raw --sub-url "ws://127.0.0.1:$port/sub" --pub-url "ws://127.0.0.1:$port/pub")
+  else
+    if ! weir_available; then
+      fanout_rows+=("$row_head | weir: not available | | | | | | |")
+      return
+    fi
+    start_weir "$name" "$port" fan || { fanout_rows+=("$row_head | server did not start | | | | | | |"); failures=$((failures + 1)); return; }
+    args+=(--format weir --sub-url "ws://127.0.0.1:$port/streams/fan"
+           --pub-url "ws://127.0.0.1:$port/publish/fan")
+  fi
+  echo "(a) $system, $subs subscribers, $load ..." >&2
+  if run_driver "$name" "$bin/fanout_driver" "${args[@]}" --server-pid "$server_pid"; then
+    local f="$logs/$name.out"
+    fanout_rows+=("$row_head | $(n "$(result "$f" deliveries_per_s)") | $(awk -v c="$(result "$f" server_cpu_s)" -v s="$(result "$f" seconds)" 'BEGIN{printf "%.2f", c/s}') | **$(n "$(result "$f" deliveries_per_cpu_s)")** | $(n "$(result "$f" p50_us)") | $(n "$(result "$f" p99_us)") | $(n "$(result "$f" p999_us)") | $(awk -v p="$(result "$f" driver_cpu_pct)" 'BEGIN{printf "%.0f%%", p}') |")
+  else
+    fanout_rows+=("$row_head | FAILED: $(grep -m1 '^FAIL' "$logs/$name.out" | cut -c1-120) | | | | | | |")
+  fi
+  stop_server
+}
+
+ratio() {  # ratio FILE_A FILE_B KEY: A/B of a RESULT value, or "-"
+  local a b
+  a=$(result "$1" "$3" 2>/dev/null) b=$(result "$2" "$3" 2>/dev/null)
+  if [ -n "$a" ] && [ -n "$b" ]; then awk -v a="$a" -v b="$b" 'BEGIN{printf "%.1fx", a/b}'; else echo "-"; fi
+}
+
+if [[ " $ONLY " == *" fanout "* ]]; then
+  for subs in $SUBSCRIBERS; do
+    for mode in rate saturation; do
+      fanout_case ws "$subs" "$mode"
+      fanout_case weir "$subs" "$mode"
+      a="$logs/fanout-weir-$subs-$mode.out" b="$logs/fanout-ws-$subs-$mode.out"
+      if [ -f "$a" ] && grep -q '^RESULT' "$a" && grep -q '^RESULT' "$b"; then
+        fanout_notes+=("- $subs subscribers, $mode: weir/ws deliveries per server CPU-s $(ratio "$a" "$b" deliveries_per_cpu_s), p99 $(n "$(result "$a" p99_us)") us vs $(n "$(result "$b" p99_us)") us")
+      fi
+    done
+  done
+fi
+
+# ------------------------------------------------------------------- (b) durable append + replay
+durable_rows=()
+# durable_row SYSTEM DURABILITY PUBLISH OUTFILE
+durable_row() {
+  if grep -q '^RESULT' "$4" 2>/dev/null; then
+    durable_rows+=("| $1 | $2 | $3 | **$(n "$(result "$4" appends_per_s)")** | **$(n "$(result "$4" replay_per_s)")** |")
+  else
+    durable_rows+=("| $1 | $2 | $3 | FAILED: $(grep -m1 '^FAIL' "$4" 2>/dev/null | cut -c1-100) | |")
+  fi
+}
+
+if [[ " $ONLY " == *" durable "* ]]; then
+  m=$DURABLE_MESSAGES
+  weir_durability="fdatasync before ack (group commit)"
+  for batch in 100 1; do
+    inflight_frames=$(( (INFLIGHT + batch - 1) / batch ))
+    publish="WebSocket /publish, $batch msg/frame, $inflight_frames frames in flight"
+    if ! weir_available; then
+      durable_rows+=("| weir | $weir_durability | $publish | weir: not available | |")
+      continue
+    fi
+    port=$(free_port) name="durable-weir-$batch"
+    echo "(b) weir, $batch per frame ..." >&2
+    if start_weir "$name" "$port" bench; then
+      run_driver "$name" "$bin/durable_weir" --server "127.0.0.1:$port" --topic bench \
+        --messages "$m" --batch "$batch" --inflight "$inflight_frames" --label weir
+      stop_server
+    else
+      echo "FAIL: server did not start" >"$logs/$name.out"; failures=$((failures + 1))
+    fi
+    durable_row weir "$weir_durability" "$publish" "$logs/$name.out"
+  done
+
+  port=$(free_port) name=durable-jetstream
+  echo "(b) jetstream ..." >&2
+  if start_nats "$name" "$port"; then
+    run_driver "$name" "$bin/durable_jetstream" --server "127.0.0.1:$port" --messages "$m" \
+      --inflight "$INFLIGHT"
+    stop_server
+  else
+    echo "FAIL: server did not start" >"$logs/$name.out"; failures=$((failures + 1))
+  fi
+  durable_row "nats-server JetStream" "file storage; acked once written, fsync every 2 min" \
+    "js_PublishAsync, $INFLIGHT in flight" "$logs/$name.out"
+
+  for fsync in always everysec; do
+    port=$(free_port) name="durable-redis-$fsync"
+    echo "(b) redis appendfsync $fsync ..." >&2
+    if start_redis "$name" "$port" "$fsync"; then
+      run_driver "$name" "$bin/durable_redis" --server "127.0.0.1:$port" --messages "$m" \
+        --pipeline "$INFLIGHT" --label "redis-$fsync"
+      stop_server
+    else
+      echo "FAIL: server did not start" >"$logs/$name.out"; failures=$((failures + 1))
+    fi
+    if [ "$fsync" = always ]; then d="AOF, appendfsync always (fsync before reply)"; else d="AOF, appendfsync everysec"; fi
+    durable_row "redis-server Streams" "$d" "XADD pipelined, $INFLIGHT in flight" "$logs/$name.out"
+  done
+fi
+
+# ----------------------------------------------------------------------------------- tables
+if [ ${#fanout_rows[@]} -gt 0 ]; then
+  echo
+  echo "### (a) Fan-out: 1 publisher, 100-byte messages, loopback"
+  echo
+  echo "| subscribers | load | server | deliveries/s | server CPU (cores) | deliveries per server CPU-s | p50 us | p99 us | p99.9 us | driver CPU |"
+  echo "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"
+  printf '%s\n' "${fanout_rows[@]}"
+  [ ${#fanout_notes[@]} -gt 0 ] && { echo; printf '%s\n' "${fanout_notes[@]}"; }
+fi
+if [ ${#durable_rows[@]} -gt 0 ]; then
+  echo
+  echo "### (b) Durable publish + replay: $(n "$DURABLE_MESSAGES") messages of 100 bytes"
+  echo
+  echo "| system | durability of an ack | publish | appends/s | replay msgs/s |"
+  echo "|---|---|---|---:|---:|"
+  printf '%s\n' "${durable_rows[@]}"
+fi
+echo
+echo "drivers' output and server logs: $logs/"
+[ "$failures" -eq 0 ] || { echo "run.sh: $failures run(s) failed" >&2; exit 1; }
