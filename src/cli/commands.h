@@ -47,8 +47,13 @@ struct ConsumeArgs {
   int32_t partition = -1;         // -1: every partition
   bool follow = false;
   int64_t max_records = -1;
+  std::string server;       // ws://HOST:PORT: read from a Weir server instead of data_dir
+  std::string cursor_file;  // with server: the last offset printed, resumed after
+  std::string token;        // with server: the subscribe token
 };
 int Consume(const ConsumeArgs& args);
+// Consume through a weir::Subscription (consume_remote.cc): one partition, default 0.
+int ConsumeRemote(const ConsumeArgs& args);
 
 struct TopicArgs {
   std::string data_dir;

@@ -64,6 +64,16 @@ int main(int argc, char** argv) {
   consume_cmd->add_flag("--follow,-f", consume.follow, "Keep printing new records until Ctrl-C");
   consume_cmd->add_option("--max", consume.max_records, "Stop after this many records");
   add_data_dir(consume_cmd);
+  CLI::Option* server_opt = consume_cmd->add_option(
+      "--server", consume.server, "Read one partition from a Weir server at ws://HOST:PORT");
+  consume_cmd
+      ->add_option("--cursor", consume.cursor_file,
+                   "File keeping the last offset printed: a rerun resumes after it (--from "
+                   "applies only while it does not exist)")
+      ->needs(server_opt);
+  consume_cmd->add_option("--token", consume.token, "Subscribe token for --server")
+      ->envname("WEIR_TOKEN")
+      ->needs(server_opt);
 
   TopicArgs topics;
   CLI::App* topics_cmd = app.add_subcommand("topics", "Create, list and describe topics");
@@ -148,7 +158,7 @@ int main(int argc, char** argv) {
   }
   if (consume_cmd->parsed()) {
     consume.data_dir = data_dir;
-    return Consume(consume);
+    return consume.server.empty() ? Consume(consume) : ConsumeRemote(consume);
   }
   topics.data_dir = data_dir;
   if (create_cmd->parsed()) return TopicsCreate(topics);

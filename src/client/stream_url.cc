@@ -1,0 +1,202 @@
+#include "client/stream_url.h"
+
+#include <cctype>
+#include <charconv>
+#include <limits>
+
+namespace weir::client {
+namespace {
+
+bool IsTopicChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Digits only, no sign, fitting `max`.
+template <typename T>
+bool ParseDecimal(std::string_view text, T max, T* out) {
+  if (text.empty() || text.size() > 19) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  T value = 0;
+  auto r = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (r.ec != std::errc() || r.ptr != text.data() + text.size() || value > max) return false;
+  *out = value;
+  return true;
+}
+
+bool PercentDecode(std::string_view in, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out->push_back(in[i]);
+      continue;
+    }
+    if (i + 2 >= in.size()) return false;
+    int hi = HexDigit(in[i + 1]), lo = HexDigit(in[i + 2]);
+    if (hi < 0 || lo < 0) return false;
+    out->push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string StreamUrl::HostHeader() const {
+  std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return h + ":" + std::to_string(port);
+}
+
+std::string StreamUrl::ToString() const {
+  return "ws://" + HostHeader() + "/streams/" + topic + "?partition=" + std::to_string(partition);
+}
+
+Result<StreamUrl> ParseStreamUrl(std::string_view url) {
+  auto bad = [&](std::string_view why) {
+    return Status::InvalidArgument("subscription URL '" + std::string(url) +
+                                   "': " + std::string(why) +
+                                   " (expected ws://HOST[:PORT]/streams/TOPIC[?partition=P])");
+  };
+  std::string_view rest = url;
+  size_t colon = rest.find("://");
+  if (colon == std::string_view::npos) return bad("no scheme");
+  std::string scheme(rest.substr(0, colon));
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme == "wss") return bad("wss:// (TLS) is not supported; use ws://");
+  if (scheme != "ws") return bad("the scheme must be ws://, not " + scheme + "://");
+  rest.remove_prefix(colon + 3);
+  if (rest.find('#') != std::string_view::npos) return bad("a fragment (#) has no meaning here");
+
+  StreamUrl out;
+  size_t path_at = rest.find_first_of("/?");
+  std::string_view authority = rest.substr(0, path_at);
+  rest = path_at == std::string_view::npos ? std::string_view() : rest.substr(path_at);
+  if (authority.find('@') != std::string_view::npos) {
+    return bad("user info (user@host) is not supported; pass a token instead");
+  }
+  std::string_view port_text;
+  bool has_port = false;
+  if (!authority.empty() && authority.front() == '[') {
+    size_t close = authority.find(']');
+    if (close == std::string_view::npos) return bad("unterminated [IPv6] host");
+    out.host = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return bad("garbage after the [IPv6] host");
+      port_text = after.substr(1);
+      has_port = true;
+    }
+  } else {
+    size_t c = authority.find(':');
+    out.host = std::string(authority.substr(0, c));
+    if (c != std::string_view::npos) {
+      port_text = authority.substr(c + 1);
+      has_port = true;
+    }
+  }
+  if (out.host.empty()) return bad("no host");
+  for (char c : out.host) {
+    if (!(IsTopicChar(c) || c == ':' || c == '%')) {
+      return bad("the host contains '" + std::string(1, c) + "'");
+    }
+  }
+  if (has_port) {
+    uint32_t port = 0;
+    if (!ParseDecimal<uint32_t>(port_text, 65535, &port) || port == 0) {
+      return bad("the port must be 1-65535, not '" + std::string(port_text) + "'");
+    }
+    out.port = static_cast<uint16_t>(port);
+  }
+
+  size_t query_at = rest.find('?');
+  std::string_view path = rest.substr(0, query_at);
+  std::string_view query =
+      query_at == std::string_view::npos ? std::string_view() : rest.substr(query_at + 1);
+  constexpr std::string_view kStreams = "/streams/";
+  if (path.substr(0, kStreams.size()) != kStreams) {
+    return bad("the path must be /streams/TOPIC, not '" + std::string(path) + "'");
+  }
+  std::string_view topic = path.substr(kStreams.size());
+  if (topic.empty() || topic.size() > 200) return bad("the topic name must be 1-200 characters");
+  for (char c : topic) {
+    if (!IsTopicChar(c)) {
+      return bad("the topic name may hold only A-Z a-z 0-9 . _ -, not '" + std::string(1, c) + "'");
+    }
+  }
+  out.topic = std::string(topic);
+
+  bool seen_partition = false, seen_token = false;
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view param = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    size_t eq = param.find('=');
+    std::string_view name = param.substr(0, eq);
+    std::string value;
+    if (eq == std::string_view::npos || !PercentDecode(param.substr(eq + 1), &value) ||
+        value.empty()) {
+      return bad("the query parameter '" + std::string(name) + "' needs a value");
+    }
+    if (name == "partition") {
+      if (seen_partition) return bad("partition is given twice");
+      seen_partition = true;
+      if (!ParseDecimal<int32_t>(value, std::numeric_limits<int32_t>::max(), &out.partition)) {
+        return bad("the partition must be a number 0-2147483647, not '" + value + "'");
+      }
+    } else if (name == "token") {
+      if (seen_token) return bad("token is given twice");
+      seen_token = true;
+      out.token = std::move(value);
+    } else if (name == "offset") {
+      return bad("the start offset is not part of the URL: set the start (--from) instead");
+    } else {
+      return bad("unknown query parameter '" + std::string(name) + "'");
+    }
+  }
+  return out;
+}
+
+std::string StartPosition::QueryValue() const {
+  switch (kind) {
+    case Kind::kEarliest:
+      return "earliest";
+    case Kind::kLatest:
+      return "latest";
+    case Kind::kAt:
+      break;
+  }
+  return std::to_string(offset);
+}
+
+Result<StartPosition> ParseStartPosition(std::string_view text) {
+  StartPosition start;
+  if (text == "earliest") return start;
+  if (text == "latest") {
+    start.kind = StartPosition::Kind::kLatest;
+    return start;
+  }
+  start.kind = StartPosition::Kind::kAt;
+  if (!ParseDecimal<int64_t>(text, std::numeric_limits<int64_t>::max(), &start.offset)) {
+    return Status::InvalidArgument(
+        "the start must be earliest, latest or an offset (0 or more), "
+        "not '" +
+        std::string(text) + "'");
+  }
+  return start;
+}
+
+std::string StreamTarget(const StreamUrl& url, const StartPosition& start) {
+  return "/streams/" + url.topic + "?partition=" + std::to_string(url.partition) +
+         "&offset=" + start.QueryValue();
+}
+
+}  // namespace weir::client
