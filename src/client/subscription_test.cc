@@ -1,19 +1,24 @@
-// The client's pieces that need no server: the subscription URL, the start position, the cursor
-// file, and what Open refuses before it connects.
+// The client: the subscription URL, the start position, the cursor file, what Open refuses before
+// it connects, and what it does with what a peer sends (a scripted peer plays what the real
+// server never does: gaps, duplicates, garbage).
 #include "weir/subscription.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/beast/websocket/detail/hybi13.hpp>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "client/cursor_file.h"
 #include "client/stream_url.h"
+#include "serve/websocket_frame.h"
 #include "testing/temp_dir.h"
 
 namespace weir::client {
@@ -31,17 +36,32 @@ std::string ReadText(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// A loopback port nothing listens on (bound, then released).
-uint16_t UnusedPort() {
+// `status` has `code` and a message that says `part`.
+void ExpectStatus(const Status& status, StatusCode code, const std::string& part) {
+  EXPECT_EQ(status.code(), code) << status.ToString();
+  EXPECT_NE(status.message().find(part), std::string::npos)
+      << "'" << part << "' is not in: " << status.message();
+}
+
+// A listening socket on a free loopback port.
+int ListenOnLoopback(uint16_t* port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_EQ(::listen(fd, 8), 0);
   socklen_t len = sizeof(addr);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+// A loopback port nothing listens on (listened on, then released).
+uint16_t UnusedPort() {
+  uint16_t port;
+  ::close(ListenOnLoopback(&port));
+  return port;
 }
 
 TEST(StreamUrl, ParsesHostPortTopicAndPartition) {
@@ -115,9 +135,7 @@ TEST(StreamUrl, RefusesBadUrlsSayingWhy) {
   for (const auto& [text, why] : cases) {
     auto url = ParseStreamUrl(text);
     ASSERT_FALSE(url.ok()) << text;
-    EXPECT_EQ(url.status().code(), StatusCode::kInvalidArgument) << text;
-    EXPECT_NE(url.status().message().find(why), std::string::npos)
-        << text << " -> " << url.status().message();
+    ExpectStatus(url.status(), StatusCode::kInvalidArgument, why);
     EXPECT_NE(url.status().message().find("'" + text + "'"), std::string::npos)
         << "names the URL: " << url.status().message();
   }
@@ -142,8 +160,7 @@ TEST(StartPosition, RefusesAnythingElse) {
        {"", "-1", "+1", "1.0", "0x10", "9223372036854775808", "Earliest", "now", " 1"}) {
     auto start = ParseStartPosition(text);
     ASSERT_FALSE(start.ok()) << text;
-    EXPECT_EQ(start.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(start.status().message().find("earliest, latest or an offset"), std::string::npos);
+    ExpectStatus(start.status(), StatusCode::kInvalidArgument, "earliest, latest or an offset");
   }
 }
 
@@ -244,8 +261,7 @@ TEST(CursorFile, RefusesCorruptFilesNamingThem) {
     WriteText(path, text);
     auto cursor = ReadCursorFile(path);
     ASSERT_FALSE(cursor.ok()) << text;
-    EXPECT_EQ(cursor.status().code(), StatusCode::kCorruption) << text;
-    EXPECT_NE(cursor.status().message().find(path), std::string::npos) << "names the file";
+    ExpectStatus(cursor.status(), StatusCode::kCorruption, path);
     EXPECT_NE(cursor.status().message().find(why), std::string::npos)
         << text << " -> " << cursor.status().message();
   }
@@ -269,8 +285,7 @@ TEST(SubscriptionOpen, RefusesABadUrlOrStart) {
   EXPECT_EQ(sub.status().code(), StatusCode::kInvalidArgument);
   sub = Subscription::Open({.url = "ws://127.0.0.1:1/streams/t", .start = "-5"});
   ASSERT_FALSE(sub.ok());
-  EXPECT_EQ(sub.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(sub.status().message().find("'-5'"), std::string::npos);
+  ExpectStatus(sub.status(), StatusCode::kInvalidArgument, "'-5'");
 }
 
 TEST(SubscriptionOpen, RefusesACorruptCursorFileInsteadOfStartingOver) {
@@ -280,8 +295,7 @@ TEST(SubscriptionOpen, RefusesACorruptCursorFileInsteadOfStartingOver) {
       Subscription::Open({.url = "ws://127.0.0.1:" + std::to_string(UnusedPort()) + "/streams/t",
                           .cursor_file = dir / "c"});
   ASSERT_FALSE(sub.ok());
-  EXPECT_EQ(sub.status().code(), StatusCode::kCorruption) << sub.status().ToString();
-  EXPECT_NE(sub.status().message().find(dir / "c"), std::string::npos);
+  ExpectStatus(sub.status(), StatusCode::kCorruption, dir / "c");
 }
 
 TEST(SubscriptionOpen, RefusesAnotherPartitionsCursorFile) {
@@ -290,10 +304,8 @@ TEST(SubscriptionOpen, RefusesAnotherPartitionsCursorFile) {
   auto sub = Subscription::Open(
       {.url = "ws://127.0.0.1:1/streams/t?partition=0", .cursor_file = dir / "c"});
   ASSERT_FALSE(sub.ok());
-  EXPECT_EQ(sub.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(sub.status().message().find("is for topic t partition 1, not t partition 0"),
-            std::string::npos)
-      << sub.status().message();
+  ExpectStatus(sub.status(), StatusCode::kInvalidArgument,
+               "is for topic t partition 1, not t partition 0");
 }
 
 TEST(SubscriptionOpen, RefusesACursorFileInAMissingDirectory) {
@@ -310,10 +322,300 @@ TEST(SubscriptionOpen, SaysWhenNothingListensWithoutRetrying) {
   auto began = std::chrono::steady_clock::now();
   auto sub = Subscription::Open({.url = url});
   ASSERT_FALSE(sub.ok());
-  EXPECT_EQ(sub.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(sub.status().message().find(url.substr(0, url.size() - 10)), std::string::npos);
+  ExpectStatus(sub.status(), StatusCode::kUnavailable, url.substr(0, url.size() - 10));
   EXPECT_NE(sub.status().message().find("connecting"), std::string::npos) << sub.status().message();
   EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(5));
+}
+
+// ---- A scripted WebSocket peer -----------------------------------------------------------
+
+// Plays one script per connection it accepts: answers the upgrade, writes the script's bytes,
+// then (if `hold`) waits for the client to send something or hang up, and hangs up. After the last
+// script it stops listening. Records what the client asked for.
+class ScriptedPeer {
+ public:
+  struct Script {
+    std::string bytes;  // frames, written right after the 101 response
+    bool hold = true;
+  };
+
+  explicit ScriptedPeer(std::vector<Script> scripts) : scripts_(std::move(scripts)) {
+    listen_fd_ = ListenOnLoopback(&port_);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~ScriptedPeer() {
+    stop_ = true;
+    thread_.join();
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+  }
+
+  std::string url(const std::string& topic = "t") const {
+    return "ws://127.0.0.1:" + std::to_string(port_) + "/streams/" + topic;
+  }
+  // The request heads received, one per connection.
+  std::vector<std::string> requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+  static std::string Greeting(int64_t first, int64_t next, int64_t start) {
+    return Text("{\"type\":\"greeting\",\"topic\":\"t\",\"partition\":0,\"first\":" +
+                std::to_string(first) + ",\"next\":" + std::to_string(next) +
+                ",\"start\":" + std::to_string(start) + ",\"max_replay\":100,\"max_backlog\":8}");
+  }
+  static std::string Text(std::string_view payload) {
+    std::string out;
+    serve::AppendFrame(out, serve::Opcode::kText, payload);
+    return out;
+  }
+  static std::string Messages(int64_t from, int64_t to) {  // [from, to)
+    std::string out;
+    for (int64_t o = from; o < to; ++o) {
+      serve::AppendMessageFrame(out, o, "{\"n\":" + std::to_string(o) + "}");
+    }
+    return out;
+  }
+  static std::string Close(uint16_t code, std::string_view reason) {
+    std::string out;
+    serve::AppendCloseFrame(out, code, reason);
+    return out;
+  }
+
+ private:
+  // Waits for `fd` to be readable; false on stop or after `timeout_ms`.
+  bool Readable(int fd, int timeout_ms) {
+    for (int waited = 0; !stop_ && waited < timeout_ms; waited += 20) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 20) > 0) return true;
+    }
+    return false;
+  }
+
+  void Serve() {
+    for (const Script& script : scripts_) {
+      if (!Readable(listen_fd_, 20'000)) return;
+      int fd = ::accept(listen_fd_, nullptr, nullptr);
+      if (fd < 0) return;
+      std::string head;
+      char buf[4096];
+      while (head.find("\r\n\r\n") == std::string::npos && Readable(fd, 5'000)) {
+        ssize_t n = ::read(fd, buf, sizeof(buf));
+        if (n <= 0) break;
+        head.append(buf, static_cast<size_t>(n));
+      }
+      {
+        std::lock_guard lock(mu_);
+        requests_.push_back(head);
+      }
+      const std::string key_header = "Sec-WebSocket-Key: ";
+      size_t k = head.find(key_header);
+      std::string key =
+          k == std::string::npos
+              ? ""
+              : head.substr(k + key_header.size(), head.find("\r\n", k) - k - key_header.size());
+      boost::beast::websocket::detail::sec_ws_accept_type accept;
+      boost::beast::websocket::detail::make_sec_ws_accept(accept, key);
+      std::string out =
+          "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+          "Sec-WebSocket-Accept: " +
+          std::string(accept.data(), accept.size()) + "\r\n\r\n" + script.bytes;
+      for (size_t done = 0; done < out.size();) {
+        ssize_t n = ::write(fd, out.data() + done, out.size() - done);
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+      }
+      // Holding: until the client says something (the reply to a close frame) or hangs up. A
+      // server hangs up first after the closing handshake (RFC 6455 7.1.1).
+      if (script.hold && Readable(fd, 10'000)) (void)::read(fd, buf, sizeof(buf));
+      ::close(fd);
+    }
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+  }
+
+  std::vector<Script> scripts_;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+  std::thread thread_;
+};
+
+SubscriptionOptions QuickOptions(const std::string& url) {
+  SubscriptionOptions options;
+  options.url = url;
+  options.initial_backoff = std::chrono::milliseconds(10);
+  options.max_backoff = std::chrono::milliseconds(50);
+  options.connect_timeout = std::chrono::milliseconds(3000);
+  return options;
+}
+
+// Next until a message or an error, for at most 10 s.
+Result<SubscriptionMessage> NextMessage(Subscription& sub) {
+  for (int i = 0; i < 100; ++i) {
+    auto m = sub.Next(std::chrono::milliseconds(100));
+    if (!m.ok()) return m.status();
+    if (*m) return std::move(**m);
+  }
+  return Status::Unavailable("no message within 10 s");
+}
+
+TEST(SubscriptionPeer, AGapIsCorruptionNamingBothOffsets) {
+  ScriptedPeer peer({{ScriptedPeer::Greeting(0, 10, 0) + ScriptedPeer::Messages(0, 2) +
+                      ScriptedPeer::Messages(5, 6)}});
+  auto sub = Subscription::Open(QuickOptions(peer.url()));
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  for (int64_t o : {0, 1}) {
+    auto m = NextMessage(**sub);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->offset, Offset(o));
+    EXPECT_EQ(m->value, "{\"n\":" + std::to_string(o) + "}");
+  }
+  auto gap = NextMessage(**sub);
+  ASSERT_FALSE(gap.ok());
+  ExpectStatus(gap.status(), StatusCode::kCorruption,
+               "expected offset 2, the server sent 5 (a gap: 3 missing)");
+  // Final: the same error again, no reconnection.
+  auto again = (*sub)->Next(std::chrono::milliseconds(0));
+  EXPECT_EQ(again.status().message(), gap.status().message());
+  EXPECT_EQ((*sub)->reconnects(), 0);
+}
+
+TEST(SubscriptionPeer, ADuplicateIsCorruption) {
+  ScriptedPeer peer({{ScriptedPeer::Greeting(0, 10, 0) + ScriptedPeer::Messages(0, 2) +
+                      ScriptedPeer::Messages(1, 2)}});
+  auto sub = Subscription::Open(QuickOptions(peer.url()));
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  ASSERT_TRUE(NextMessage(**sub).ok());
+  ASSERT_TRUE(NextMessage(**sub).ok());
+  auto dup = NextMessage(**sub);
+  ExpectStatus(dup.status(), StatusCode::kCorruption,
+               "expected offset 2, the server sent 1 (a duplicate");
+}
+
+TEST(SubscriptionPeer, AFrameThatIsNotOffsetAndMessageIsCorruption) {
+  for (std::string frame : {"hello", "[1 ,{}]", "[-1,{}]", "[,{}]", "{\"n\":1}", "[0,{}"}) {
+    ScriptedPeer peer({{ScriptedPeer::Greeting(0, 10, 0) + ScriptedPeer::Text(frame)}});
+    auto sub = Subscription::Open(QuickOptions(peer.url()));
+    ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+    auto m = NextMessage(**sub);
+    ExpectStatus(m.status(), StatusCode::kCorruption, "not [OFFSET,MESSAGE]: '" + frame + "'");
+  }
+}
+
+TEST(SubscriptionPeer, ABadGreetingFailsOpen) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {ScriptedPeer::Text("greetings!"), "is not JSON"},
+      {ScriptedPeer::Messages(0, 1), "is not {\"type\":\"greeting\""},
+      {ScriptedPeer::Text("{\"type\":\"hello\"}"), "is not {\"type\":\"greeting\""},
+      {ScriptedPeer::Text("{\"type\":\"greeting\",\"topic\":\"t\",\"partition\":0}"),
+       "lacks topic, partition, first, next or start"},
+      {ScriptedPeer::Text("{\"type\":\"greeting\",\"topic\":\"u\",\"partition\":0,\"first\":0,"
+                          "\"next\":0,\"start\":0}"),
+       "another topic or partition"},
+      {ScriptedPeer::Greeting(5, 9, 2), "start outside first..next"},
+      {ScriptedPeer::Greeting(0, 9, 3), "starts at 3, not at the offset asked for, 4"},
+  };
+  for (const auto& [greeting, why] : cases) {
+    ScriptedPeer peer({{greeting}});
+    SubscriptionOptions options = QuickOptions(peer.url());
+    options.start = why.find("asked for") != std::string::npos ? "4" : "earliest";
+    auto sub = Subscription::Open(options);
+    ASSERT_FALSE(sub.ok()) << why;
+    ExpectStatus(sub.status(), StatusCode::kCorruption, why);
+  }
+}
+
+TEST(SubscriptionPeer, EachCloseCodeMapsToItsStatusWithTheReasonJson) {
+  const std::vector<std::tuple<uint16_t, std::string, StatusCode>> cases = {
+      {4400, R"({"reason":"bad_request","param":"offset"})", StatusCode::kInvalidArgument},
+      {4401, R"({"reason":"unauthorized"})", StatusCode::kFailedPrecondition},
+      {4404, R"({"reason":"not_found","partitions":0})", StatusCode::kNotFound},
+      {4204, R"({"reason":"empty","offset":5,"next":0})", StatusCode::kOutOfRange},
+      {4410, R"({"reason":"evicted","offset":0,"first":7})", StatusCode::kOutOfRange},
+      {4413, R"({"reason":"too_old","offset":0,"min":9})", StatusCode::kOutOfRange},
+      {4416, R"({"reason":"ahead","offset":99,"next":9})", StatusCode::kOutOfRange},
+      {1003, R"({"reason":"subscriber_sent_data"})", StatusCode::kInternal},
+      {4999, R"({"reason":"something_new"})", StatusCode::kInternal},
+      // Open does not retry what a reconnection would.
+      {4429, R"({"reason":"too_many_subscribers","max":1})", StatusCode::kUnavailable},
+  };
+  for (const auto& [code, reason, status] : cases) {
+    ScriptedPeer peer({{ScriptedPeer::Close(code, reason)}});
+    auto sub = Subscription::Open(QuickOptions(peer.url()));
+    ASSERT_FALSE(sub.ok()) << code;
+    EXPECT_EQ(sub.status().code(), status) << sub.status().ToString();
+    EXPECT_NE(sub.status().message().find(reason + " (close " + std::to_string(code) + ")"),
+              std::string::npos)
+        << sub.status().message();
+    EXPECT_NE(sub.status().message().find("refused by the server"), std::string::npos);
+  }
+}
+
+TEST(SubscriptionPeer, TooSlowReconnectsAtTheNextOffsetWithTheToken) {
+  ScriptedPeer peer({
+      {ScriptedPeer::Greeting(0, 5, 0) + ScriptedPeer::Messages(0, 3) +
+       ScriptedPeer::Close(4408, R"({"reason":"too_slow","last":2})")},
+      {ScriptedPeer::Greeting(0, 5, 3) + ScriptedPeer::Messages(3, 5)},
+  });
+  SubscriptionOptions options = QuickOptions(peer.url());
+  options.token = "s3cret";
+  auto sub = Subscription::Open(options);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  for (int64_t o = 0; o < 5; ++o) {
+    auto m = NextMessage(**sub);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->offset, Offset(o));
+  }
+  EXPECT_EQ((*sub)->reconnects(), 1);
+  EXPECT_EQ((*sub)->greeting().start, Offset(3));
+  std::vector<std::string> requests = peer.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].rfind("GET /streams/t?partition=0&offset=earliest HTTP/1.1\r\n", 0), 0u)
+      << requests[0];
+  EXPECT_EQ(requests[1].rfind("GET /streams/t?partition=0&offset=3 HTTP/1.1\r\n", 0), 0u)
+      << requests[1];
+  for (const std::string& r : requests) {
+    EXPECT_NE(r.find("Authorization: Bearer s3cret\r\n"), std::string::npos) << r;
+  }
+}
+
+TEST(SubscriptionPeer, ADroppedConnectionIsReopenedAndThenGivenUpOn) {
+  ScriptedPeer peer({{ScriptedPeer::Greeting(0, 9, 0) + ScriptedPeer::Messages(0, 2), false}});
+  SubscriptionOptions options = QuickOptions(peer.url());
+  options.max_reconnects = 3;
+  auto sub = Subscription::Open(options);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  ASSERT_TRUE(NextMessage(**sub).ok());
+  ASSERT_TRUE(NextMessage(**sub).ok());
+  // The peer hung up and stopped listening: three refused attempts, then the error.
+  auto m = NextMessage(**sub);
+  ASSERT_FALSE(m.ok());
+  ExpectStatus(m.status(), StatusCode::kUnavailable,
+               "gave up after 3 reconnection attempts in a row");
+  EXPECT_NE(m.status().message().find("from offset 2"), std::string::npos) << m.status().message();
+}
+
+TEST(SubscriptionPeer, AnHttpRefusalOfTheUpgradeIsReported) {
+  // Not a Weir server: a plain 404 to the upgrade.
+  uint16_t port;
+  int fd = ListenOnLoopback(&port);
+  std::thread server([fd] {
+    int c = ::accept(fd, nullptr, nullptr);
+    char buf[4096];
+    (void)::read(c, buf, sizeof(buf));
+    const std::string reply =
+        "HTTP/1.1 404 Not Found\r\nContent-Length: 21\r\n\r\n{\"error\":\"not_found\"}";
+    (void)::write(c, reply.data(), reply.size());
+    ::close(c);
+  });
+  auto sub =
+      Subscription::Open(QuickOptions("ws://127.0.0.1:" + std::to_string(port) + "/streams/t"));
+  server.join();
+  ::close(fd);
+  ASSERT_FALSE(sub.ok());
+  ExpectStatus(sub.status(), StatusCode::kNotFound, "HTTP 404 '{\"error\":\"not_found\"}'");
 }
 
 }  // namespace
