@@ -18,8 +18,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "weir/serve.h"
 #include "weir/status.h"
 #include "weir/stream.h"
 
@@ -45,6 +47,9 @@ struct ApplicationOptions {
   // Called on the coordinator thread after each committed checkpoint, with its number and the
   // records read from sources since the run started. It may call Stop().
   std::function<void(int64_t checkpoint, int64_t records_in)> on_checkpoint;
+  // Serve the data directory's topics over HTTP + WebSocket while the run lasts
+  // (src/serve/README.md). Binding fails the run at start.
+  std::optional<ServerOptions> serve;
 };
 
 // What a run did, for the CLI's summary and for tests.

@@ -651,6 +651,7 @@ Result<std::unique_ptr<Application>> LoadPipelineText(const std::string& text,
   ApplicationOptions options;
   options.data_dir = overrides.data_dir;
   options.on_progress = overrides.on_progress;
+  options.serve = overrides.serve;
   if (auto name = top.Get("name")) {
     WEIR_ASSIGN_OR_RETURN(options.name, name->String());
   } else {

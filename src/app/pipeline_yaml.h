@@ -33,6 +33,7 @@ struct PipelineOverrides {
   std::string data_dir = "./weir-data";
   int workers = 0;  // 0: keep the file's (or the default)
   std::function<void(const std::string&)> on_progress;
+  std::optional<ServerOptions> serve;
 };
 
 // Builds the application a YAML file describes. kInvalidArgument for any error in the file,

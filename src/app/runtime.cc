@@ -100,6 +100,13 @@ Status Runtime::Setup() {
       WEIR_RETURN_IF_ERROR(tasks_.back()->Open(manifest_.checkpoint));
     }
   }
+  // Serving starts once everything opened: a run that cannot start says only why.
+  if (options_.serve) {
+    WEIR_ASSIGN_OR_RETURN(server_, serve::Server::Start(*log_, *options_.serve));
+    const std::string& listen = options_.serve->listen;
+    Progress("serving the topics on http://" + listen.substr(0, listen.rfind(':')) + ":" +
+             std::to_string(server_->port()) + " (ws://.../streams/TOPIC)");
+  }
   return Status::OK();
 }
 

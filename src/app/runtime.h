@@ -30,6 +30,7 @@
 #include "dataflow/graph.h"
 #include "dataflow/outputs.h"
 #include "log/log.h"
+#include "serve/server.h"
 #include "weir/application.h"
 
 namespace weir::app {
@@ -87,6 +88,7 @@ class Runtime {
   std::filesystem::path app_dir_;
   std::unique_ptr<DataDirLock> lock_;
   std::unique_ptr<log::LogStore> log_;
+  std::unique_ptr<serve::Server> server_;  // stopped before the log closes
   Plan plan_;
   CheckpointManifest manifest_;
   std::map<std::string, log::Topic*> output_topics_;

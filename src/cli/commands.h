@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
+#include "weir/serve.h"
 #include "weir/status.h"
 
 namespace weir::cli {
@@ -13,14 +15,31 @@ namespace weir::cli {
 // Prints "weir: <message>" and returns 1 (2 for bad input or configuration).
 int Fail(const Status& status);
 
+// `--listen` and the server's limits, shared by `run` and `serve`.
+struct ServeFlags {
+  std::string listen;  // HOST:PORT or "off"; empty: $WEIR_LISTEN, else 127.0.0.1:8080
+  ServerOptions options;
+  // The server's options, or nullopt for "off". kInvalidArgument for a bad address.
+  Result<std::optional<ServerOptions>> Resolve() const;
+};
+
 struct RunArgs {
   std::string pipeline;
   std::string data_dir;
   int workers = 0;
   bool reset = false;
   bool quiet = false;
+  ServeFlags serve;
 };
 int Run(const RunArgs& args);
+
+struct ServeArgs {
+  std::string data_dir;
+  std::string fsync = "group";
+  ServeFlags serve;
+};
+// Serves the data directory's topics until Ctrl-C.
+int Serve(const ServeArgs& args);
 
 struct DemoArgs {
   std::string data_dir;

@@ -20,6 +20,28 @@ int main(int argc, char** argv) {
         ->capture_default_str();
   };
 
+  // The server's flags, for `run` and `serve`.
+  auto add_serve_flags = [](CLI::App* cmd, ServeFlags& flags) {
+    weir::ServerOptions& o = flags.options;
+    cmd->add_option("--listen", flags.listen,
+                    "Serve the topics over HTTP + WebSocket on HOST:PORT (port 0: any free one), "
+                    "or 'off'; default $WEIR_LISTEN, else 127.0.0.1:8080");
+    cmd->add_option("--max-backlog", o.max_backlog,
+                    "Messages queued for a subscriber before it is closed as too_slow")
+        ->capture_default_str();
+    cmd->add_option("--max-replay", o.max_replay,
+                    "How far below the end a subscriber may start (messages)")
+        ->capture_default_str();
+    cmd->add_option("--max-connections", o.max_connections)->capture_default_str();
+    cmd->add_option("--max-subscribers", o.max_subscribers, "Per partition")->capture_default_str();
+    cmd->add_option("--max-frame-bytes", o.max_frame_bytes, "Largest publish frame or body")
+        ->capture_default_str();
+    cmd->add_option("--publish-token", o.publish_token,
+                    "Bearer token required to publish (default: none)");
+    cmd->add_option("--subscribe-token", o.subscribe_token,
+                    "Bearer token required to subscribe (default: none)");
+  };
+
   RunArgs run;
   CLI::App* run_cmd =
       app.add_subcommand("run", "Run a YAML pipeline until its sources end (or Ctrl-C)");
@@ -29,6 +51,17 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--reset", run.reset, "Discard the pipeline's state and checkpoint first");
   run_cmd->add_flag("--quiet,-q", run.quiet, "Print only errors and the final summary");
   add_data_dir(run_cmd);
+  add_serve_flags(run_cmd, run.serve);
+
+  ServeArgs serve;
+  CLI::App* serve_cmd = app.add_subcommand(
+      "serve", "Serve the data directory's topics over HTTP + WebSocket until Ctrl-C");
+  add_data_dir(serve_cmd);
+  add_serve_flags(serve_cmd, serve.serve);
+  serve_cmd
+      ->add_option("--fsync", serve.fsync, "Log fsync policy for publishes: group, always, never")
+      ->check(CLI::IsMember({"group", "always", "never"}))
+      ->capture_default_str();
 
   DemoArgs demo;
   CLI::App* demo_cmd =
@@ -147,6 +180,10 @@ int main(int argc, char** argv) {
   if (run_cmd->parsed()) {
     run.data_dir = data_dir;
     return Run(run);
+  }
+  if (serve_cmd->parsed()) {
+    serve.data_dir = data_dir;
+    return Serve(serve);
   }
   if (demo_cmd->parsed()) {
     demo.data_dir = data_dir;

@@ -38,6 +38,9 @@ int Run(const RunArgs& args) {
       std::fprintf(stderr, "weir: %s\n", line.c_str());
     };
   }
+  auto serve = args.serve.Resolve();
+  if (!serve.ok()) return Fail(serve.status());
+  overrides.serve = *serve;
   auto app = app::LoadPipelineFile(args.pipeline, overrides);
   if (!app.ok()) return Fail(app.status());
   if (args.reset) {

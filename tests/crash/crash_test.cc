@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <set>
@@ -17,6 +18,10 @@
 
 namespace weir {
 namespace {
+
+// `weir run` serves its topics, by default on port 8080: tests run side by side, so each run
+// takes any free port.
+const bool kAnyFreePort = setenv("WEIR_LISTEN", "127.0.0.1:0", 1) == 0;
 
 using testing::ReadLines;
 using testing::ReadTopic;

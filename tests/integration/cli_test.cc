@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <thread>
@@ -14,6 +15,10 @@
 
 namespace weir {
 namespace {
+
+// `weir run` serves its topics, by default on port 8080: tests run side by side, so each run
+// takes any free port.
+const bool kAnyFreePort = setenv("WEIR_LISTEN", "127.0.0.1:0", 1) == 0;
 
 using testing::CommandResult;
 using testing::RunCommand;

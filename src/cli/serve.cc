@@ -1,0 +1,54 @@
+// `weir serve`, and the --listen flag it shares with `weir run`.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/local_log.h"
+#include "serve/server.h"
+
+namespace weir::cli {
+
+Result<std::optional<ServerOptions>> ServeFlags::Resolve() const {
+  std::string address = listen;
+  if (address.empty()) {
+    const char* env = std::getenv("WEIR_LISTEN");
+    address = env && *env ? env : "127.0.0.1:8080";
+  }
+  if (address == "off") return std::optional<ServerOptions>();
+  ServerOptions resolved = options;
+  resolved.listen = address;
+  if (resolved.max_backlog <= 0 || resolved.max_replay < 0 || resolved.max_connections <= 0 ||
+      resolved.max_subscribers <= 0 || resolved.max_frame_bytes == 0) {
+    return Status::InvalidArgument(
+        "--max-backlog, --max-connections, --max-subscribers and --max-frame-bytes must be "
+        "positive, --max-replay not negative");
+  }
+  return std::optional<ServerOptions>(resolved);
+}
+
+int Serve(const ServeArgs& args) {
+  auto options = args.serve.Resolve();
+  if (!options.ok()) return Fail(options.status());
+  if (!*options)
+    return Fail(Status::InvalidArgument("weir serve needs an address, not --listen off"));
+  auto local = LocalLog::Open(args.data_dir, args.fsync);
+  if (!local.ok()) return Fail(local.status());
+  auto server = serve::Server::Start(*local->log, **options);
+  if (!server.ok()) return Fail(server.status());
+  const std::string& listen = (*options)->listen;
+  std::fprintf(stderr,
+               "weir: serving %s on http://%s:%u (ws://.../streams/TOPIC, /publish/TOPIC)\n",
+               args.data_dir.c_str(), listen.substr(0, listen.rfind(':')).c_str(),
+               static_cast<unsigned>((*server)->port()));
+  static std::atomic<bool> stop{false};
+  InstallStopHandler([] { stop = true; });
+  while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  server->reset();  // closes every connection before the log closes
+  std::fprintf(stderr, "weir: stopped serving\n");
+  return 0;
+}
+
+}  // namespace weir::cli
