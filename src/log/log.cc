@@ -603,7 +603,7 @@ Result<Offset> Partition::Append(const RecordBatchBuilder& batch, Durability dur
   }
   if (is_transactional) return Offset(base);  // the owner's Flush writes it
 
-  if (durability == Durability::kWaitDurable) urgent = true;
+  if (durability != Durability::kNoWait) urgent = true;
   if (wake || urgent) st.store->WakeCommitter(urgent);
   if (durability == Durability::kWaitDurable) {
     std::unique_lock lk(st.append_mu);

@@ -84,7 +84,12 @@ uint32_t Murmur2(std::string_view data);
 // murmur2 partitioner does.
 PartitionId KafkaPartition(std::string_view key_bytes, int32_t partitions);
 
-enum class Durability : uint8_t { kNoWait, kWaitDurable };
+// kNoWait: returns at once; the group committer flushes within group_commit_interval.
+// kFlushSoon: returns at once, and the committer flushes now instead of waiting for the interval
+//   (a group still forms: appends arriving during a flush share the next one). For callers that
+//   wait for durability elsewhere, as the server acknowledging publishes.
+// kWaitDurable: returns once the records are durable.
+enum class Durability : uint8_t { kNoWait, kFlushSoon, kWaitDurable };
 
 class Segment;    // segment.h
 class ChunkPool;  // partition_state.h

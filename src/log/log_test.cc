@@ -271,6 +271,22 @@ TEST(GroupCommit, WaitDurableAppendReturnsVisible) {
   EXPECT_EQ(p.NextOffset(), Offset(1));
 }
 
+TEST(GroupCommit, FlushSoonAppendIsFlushedWithoutWaitingForTheInterval) {
+  TempDir dir;
+  LogOptions options = Options(dir.path());
+  options.group_commit_interval = std::chrono::hours(1);  // only an urgent wake-up flushes
+  auto store = OpenOrDie(options);
+  Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
+  auto offset = p.Append(OneRecord("a"), Durability::kFlushSoon);
+  ASSERT_TRUE(offset.ok());
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (p.NextOffset() < Offset(1) && std::chrono::steady_clock::now() < deadline) {
+    store->WaitForChange(store->ChangeEpoch(), 100ms);
+  }
+  EXPECT_EQ(p.DurableEnd(), Offset(1));
+  EXPECT_EQ(p.NextOffset(), Offset(1));
+}
+
 TEST(GroupCommit, CommitterFlushesWithinTheInterval) {
   TempDir dir;
   LogOptions options = Options(dir.path());
