@@ -1,6 +1,7 @@
 // The client: the subscription URL, the start position, the cursor file, what Open refuses before
-// it connects, and what it does with what a peer sends (a scripted peer plays what the real
-// server never does: gaps, duplicates, garbage).
+// it connects, what it does with what a peer sends (a scripted peer plays what the real server
+// never does: gaps, duplicates, garbage), and, against the real server in this process, replay,
+// live delivery, resuming from the cursor, too_slow, a server restart and every refusal.
 #include "weir/subscription.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,8 @@
 
 #include "client/cursor_file.h"
 #include "client/stream_url.h"
+#include "log/log.h"
+#include "serve/server.h"
 #include "serve/websocket_frame.h"
 #include "testing/temp_dir.h"
 
@@ -451,6 +454,16 @@ SubscriptionOptions QuickOptions(const std::string& url) {
   return options;
 }
 
+// Open that the test expects to work: nullptr (and a failure) if it does not.
+std::unique_ptr<Subscription> MustOpen(SubscriptionOptions options) {
+  auto sub = Subscription::Open(std::move(options));
+  if (!sub.ok()) {
+    ADD_FAILURE() << sub.status().ToString();
+    return nullptr;
+  }
+  return std::move(*sub);
+}
+
 // Next until a message or an error, for at most 10 s.
 Result<SubscriptionMessage> NextMessage(Subscription& sub) {
   for (int i = 0; i < 100; ++i) {
@@ -464,32 +477,32 @@ Result<SubscriptionMessage> NextMessage(Subscription& sub) {
 TEST(SubscriptionPeer, AGapIsCorruptionNamingBothOffsets) {
   ScriptedPeer peer({{ScriptedPeer::Greeting(0, 10, 0) + ScriptedPeer::Messages(0, 2) +
                       ScriptedPeer::Messages(5, 6)}});
-  auto sub = Subscription::Open(QuickOptions(peer.url()));
-  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  auto sub = MustOpen(QuickOptions(peer.url()));
+  ASSERT_NE(sub, nullptr);
   for (int64_t o : {0, 1}) {
-    auto m = NextMessage(**sub);
+    auto m = NextMessage(*sub);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     EXPECT_EQ(m->offset, Offset(o));
     EXPECT_EQ(m->value, "{\"n\":" + std::to_string(o) + "}");
   }
-  auto gap = NextMessage(**sub);
+  auto gap = NextMessage(*sub);
   ASSERT_FALSE(gap.ok());
   ExpectStatus(gap.status(), StatusCode::kCorruption,
                "expected offset 2, the server sent 5 (a gap: 3 missing)");
   // Final: the same error again, no reconnection.
-  auto again = (*sub)->Next(std::chrono::milliseconds(0));
+  auto again = sub->Next(std::chrono::milliseconds(0));
   EXPECT_EQ(again.status().message(), gap.status().message());
-  EXPECT_EQ((*sub)->reconnects(), 0);
+  EXPECT_EQ(sub->reconnects(), 0);
 }
 
 TEST(SubscriptionPeer, ADuplicateIsCorruption) {
   ScriptedPeer peer({{ScriptedPeer::Greeting(0, 10, 0) + ScriptedPeer::Messages(0, 2) +
                       ScriptedPeer::Messages(1, 2)}});
-  auto sub = Subscription::Open(QuickOptions(peer.url()));
-  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
-  ASSERT_TRUE(NextMessage(**sub).ok());
-  ASSERT_TRUE(NextMessage(**sub).ok());
-  auto dup = NextMessage(**sub);
+  auto sub = MustOpen(QuickOptions(peer.url()));
+  ASSERT_NE(sub, nullptr);
+  ASSERT_TRUE(NextMessage(*sub).ok());
+  ASSERT_TRUE(NextMessage(*sub).ok());
+  auto dup = NextMessage(*sub);
   ExpectStatus(dup.status(), StatusCode::kCorruption,
                "expected offset 2, the server sent 1 (a duplicate");
 }
@@ -497,9 +510,9 @@ TEST(SubscriptionPeer, ADuplicateIsCorruption) {
 TEST(SubscriptionPeer, AFrameThatIsNotOffsetAndMessageIsCorruption) {
   for (std::string frame : {"hello", "[1 ,{}]", "[-1,{}]", "[,{}]", "{\"n\":1}", "[0,{}"}) {
     ScriptedPeer peer({{ScriptedPeer::Greeting(0, 10, 0) + ScriptedPeer::Text(frame)}});
-    auto sub = Subscription::Open(QuickOptions(peer.url()));
-    ASSERT_TRUE(sub.ok()) << sub.status().ToString();
-    auto m = NextMessage(**sub);
+    auto sub = MustOpen(QuickOptions(peer.url()));
+    ASSERT_NE(sub, nullptr);
+    auto m = NextMessage(*sub);
     ExpectStatus(m.status(), StatusCode::kCorruption, "not [OFFSET,MESSAGE]: '" + frame + "'");
   }
 }
@@ -561,15 +574,15 @@ TEST(SubscriptionPeer, TooSlowReconnectsAtTheNextOffsetWithTheToken) {
   });
   SubscriptionOptions options = QuickOptions(peer.url());
   options.token = "s3cret";
-  auto sub = Subscription::Open(options);
-  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  auto sub = MustOpen(options);
+  ASSERT_NE(sub, nullptr);
   for (int64_t o = 0; o < 5; ++o) {
-    auto m = NextMessage(**sub);
+    auto m = NextMessage(*sub);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     EXPECT_EQ(m->offset, Offset(o));
   }
-  EXPECT_EQ((*sub)->reconnects(), 1);
-  EXPECT_EQ((*sub)->greeting().start, Offset(3));
+  EXPECT_EQ(sub->reconnects(), 1);
+  EXPECT_EQ(sub->greeting().start, Offset(3));
   std::vector<std::string> requests = peer.requests();
   ASSERT_EQ(requests.size(), 2u);
   EXPECT_EQ(requests[0].rfind("GET /streams/t?partition=0&offset=earliest HTTP/1.1\r\n", 0), 0u)
@@ -585,12 +598,12 @@ TEST(SubscriptionPeer, ADroppedConnectionIsReopenedAndThenGivenUpOn) {
   ScriptedPeer peer({{ScriptedPeer::Greeting(0, 9, 0) + ScriptedPeer::Messages(0, 2), false}});
   SubscriptionOptions options = QuickOptions(peer.url());
   options.max_reconnects = 3;
-  auto sub = Subscription::Open(options);
-  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
-  ASSERT_TRUE(NextMessage(**sub).ok());
-  ASSERT_TRUE(NextMessage(**sub).ok());
+  auto sub = MustOpen(options);
+  ASSERT_NE(sub, nullptr);
+  ASSERT_TRUE(NextMessage(*sub).ok());
+  ASSERT_TRUE(NextMessage(*sub).ok());
   // The peer hung up and stopped listening: three refused attempts, then the error.
-  auto m = NextMessage(**sub);
+  auto m = NextMessage(*sub);
   ASSERT_FALSE(m.ok());
   ExpectStatus(m.status(), StatusCode::kUnavailable,
                "gave up after 3 reconnection attempts in a row");
@@ -616,6 +629,306 @@ TEST(SubscriptionPeer, AnHttpRefusalOfTheUpgradeIsReported) {
   ::close(fd);
   ASSERT_FALSE(sub.ok());
   ExpectStatus(sub.status(), StatusCode::kNotFound, "HTTP 404 '{\"error\":\"not_found\"}'");
+}
+
+// ---- Against the real server --------------------------------------------------------------
+
+class SubscriptionServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    log::LogOptions options;
+    options.dir = dir_.path() / "log";
+    auto log = log::LogStore::Open(options);
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    log_ = std::move(*log);
+    ASSERT_TRUE(log_->CreateTopic("t", log::TopicConfig{}).ok());
+  }
+  void TearDown() override {
+    server_.reset();
+    log_.reset();
+  }
+
+  // Starts (or restarts, on the same port) the server.
+  void StartServer(ServerOptions options = {}) {
+    server_.reset();
+    options.listen = "127.0.0.1:" + std::to_string(port_);
+    auto server = serve::Server::Start(*log_, options);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+    port_ = server_->port();
+  }
+
+  // Appends {"n":from} .. {"n":from+count-1} (padded to `bytes`) to `topic`, durable and visible.
+  void Append(int64_t from, int64_t count, const std::string& topic = "t", size_t bytes = 0) {
+    auto found = log_->GetTopic(topic);
+    ASSERT_TRUE(found.ok());
+    log::RecordBatchBuilder batch;
+    for (int64_t n = from; n < from + count; ++n) {
+      batch.AddRaw(EventTime(n), KeySerde::kNull, "", Value(n, bytes));
+      if (batch.bytes() > (1 << 20) || n + 1 == from + count) {
+        ASSERT_TRUE(
+            (*found)->partition(PartitionId(0)).Append(batch, log::Durability::kWaitDurable).ok());
+        batch.Clear();
+      }
+    }
+  }
+  static std::string Value(int64_t n, size_t bytes = 0) {
+    std::string v = "{\"n\":" + std::to_string(n) + ",\"pad\":\"";
+    v.append(bytes > v.size() + 2 ? bytes - v.size() - 2 : 0, 'x');
+    return v + "\"}";
+  }
+
+  SubscriptionOptions Options(const std::string& topic = "t", int partition = 0) const {
+    SubscriptionOptions options =
+        QuickOptions("ws://127.0.0.1:" + std::to_string(port_) + "/streams/" + topic +
+                     "?partition=" + std::to_string(partition));
+    options.max_reconnects = 200;
+    return options;
+  }
+
+  // Reads `count` messages and checks they are exactly offsets from..from+count-1.
+  void ExpectMessages(Subscription& sub, int64_t from, int64_t count, size_t bytes = 0) {
+    for (int64_t o = from; o < from + count; ++o) {
+      auto m = NextMessage(sub);
+      ASSERT_TRUE(m.ok()) << "at offset " << o << ": " << m.status().ToString();
+      ASSERT_EQ(m->offset, Offset(o));
+      ASSERT_EQ(m->value, Value(o, bytes));
+    }
+  }
+
+  TempDir dir_;
+  std::unique_ptr<log::LogStore> log_;
+  std::unique_ptr<serve::Server> server_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(SubscriptionServer, ReplaysTheLogThenDeliversLiveMessages) {
+  Append(0, 100);
+  StartServer();
+  auto sub = MustOpen(Options());
+  ASSERT_NE(sub, nullptr);
+  const SubscriptionGreeting& g = sub->greeting();
+  EXPECT_EQ(g.topic, "t");
+  EXPECT_EQ(g.partition, PartitionId(0));
+  EXPECT_EQ(g.first, Offset(0));
+  EXPECT_EQ(g.next, Offset(100));
+  EXPECT_EQ(g.start, Offset(0));
+  EXPECT_GT(g.max_replay, 0);
+  EXPECT_GT(g.max_backlog, 0);
+  ExpectMessages(*sub, 0, 100);
+  Append(100, 50);
+  ExpectMessages(*sub, 100, 50);
+  auto none = sub->Next(std::chrono::milliseconds(50));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(sub->next_offset(), Offset(150));
+  EXPECT_EQ(sub->reconnects(), 0);
+}
+
+TEST_F(SubscriptionServer, LatestStartsAtTheEndAndAnOffsetWhereAsked) {
+  Append(0, 10);
+  StartServer();
+  SubscriptionOptions options = Options();
+  options.start = "latest";
+  auto latest = MustOpen(options);
+  ASSERT_NE(latest, nullptr);
+  EXPECT_EQ(latest->greeting().start, Offset(10));
+  options.start = "7";
+  auto at = MustOpen(options);
+  ASSERT_NE(at, nullptr);
+  Append(10, 1);
+  ExpectMessages(*latest, 10, 1);
+  ExpectMessages(*at, 7, 4);
+}
+
+TEST_F(SubscriptionServer, ARestartedConsumerResumesAfterTheLastHandledMessage) {
+  Append(0, 30);
+  StartServer();
+  SubscriptionOptions options = Options();
+  options.cursor_file = dir_ / "t.cursor";
+  {
+    auto sub = MustOpen(options);
+    ASSERT_NE(sub, nullptr);
+    ExpectMessages(*sub, 0, 10);
+    ASSERT_TRUE(sub->Commit().ok());  // 9 is handled too
+    ASSERT_TRUE(sub->Close().ok());
+  }
+  EXPECT_EQ(ReadText(dir_ / "t.cursor"), "{\"topic\":\"t\",\"partition\":0,\"last\":9}\n");
+  options.start = "latest";  // the cursor wins
+  {
+    auto sub = MustOpen(options);
+    ASSERT_NE(sub, nullptr);
+    EXPECT_EQ(sub->greeting().start, Offset(10));
+    ExpectMessages(*sub, 10, 5);
+    // Destroyed without Commit: 14 was returned but not handled.
+  }
+  auto sub = MustOpen(options);
+  ASSERT_NE(sub, nullptr);
+  ExpectMessages(*sub, 14, 16);
+}
+
+TEST_F(SubscriptionServer, TheCursorCatchesUpWhileNextWaits) {
+  Append(0, 20);
+  StartServer();
+  SubscriptionOptions options = Options();
+  options.cursor_file = dir_ / "c";
+  options.cursor_interval = std::chrono::milliseconds(100);
+  auto sub = MustOpen(options);
+  ASSERT_NE(sub, nullptr);
+  ExpectMessages(*sub, 0, 20);
+  // Nothing more arrives; while waiting, 19 counts as handled and reaches the file.
+  auto none = sub->Next(std::chrono::milliseconds(400));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  auto cursor = ReadCursorFile(dir_ / "c");
+  ASSERT_TRUE(cursor.ok() && cursor->has_value());
+  EXPECT_EQ((*cursor)->last, Offset(19));
+}
+
+TEST_F(SubscriptionServer, TooSlowIsResumedWithoutALossOrARepeat) {
+  ServerOptions server_options;
+  server_options.max_backlog = 32;
+  StartServer(server_options);
+  SubscriptionOptions options = Options();
+  options.start = "latest";
+  auto sub = MustOpen(options);
+  ASSERT_NE(sub, nullptr);
+  // 24 MiB while the subscriber reads nothing: more than the sockets' buffers hold.
+  constexpr int64_t kCount = 24'000;
+  constexpr size_t kBytes = 1024;
+  Append(0, kCount, "t", kBytes);
+  for (int i = 0; i < 200 && server_->stats().too_slow == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(server_->stats().too_slow, 1) << "the server never found the subscriber too slow";
+  ExpectMessages(*sub, 0, kCount, kBytes);
+  EXPECT_GE(sub->reconnects(), 1);
+}
+
+TEST_F(SubscriptionServer, AServerRestartIsResumedWithoutALossOrARepeat) {
+  Append(0, 10);
+  StartServer();
+  auto sub = MustOpen(Options());
+  ASSERT_NE(sub, nullptr);
+  ExpectMessages(*sub, 0, 5);
+  server_.reset();  // 1001 shutdown
+  Append(10, 10);   // while no server runs
+  std::thread restart([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    StartServer();
+  });
+  ExpectMessages(*sub, 5, 15);
+  restart.join();
+  Append(20, 5);
+  ExpectMessages(*sub, 20, 5);
+  EXPECT_EQ(sub->reconnects(), 1);
+}
+
+TEST_F(SubscriptionServer, AQuietConnectionOutlivesTheServersIdleTimeout) {
+  ServerOptions server_options;
+  server_options.idle_timeout = std::chrono::milliseconds(400);
+  StartServer(server_options);
+  auto sub = MustOpen(Options());
+  ASSERT_NE(sub, nullptr);
+  // Nothing to deliver for five idle timeouts: the server's pings are answered while Next waits.
+  auto none = sub->Next(std::chrono::milliseconds(2000));
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_FALSE(none->has_value());
+  Append(0, 1);
+  ExpectMessages(*sub, 0, 1);
+  EXPECT_EQ(sub->reconnects(), 0);
+}
+
+TEST_F(SubscriptionServer, EachRefusalIsAnErrorWithTheServersReason) {
+  ASSERT_TRUE(log_->CreateTopic("empty", log::TopicConfig{}).ok());
+  Append(0, 100);
+  ServerOptions server_options;
+  server_options.max_replay = 10;
+  StartServer(server_options);
+  struct Case {
+    std::string topic;
+    int partition;
+    std::string start;
+    StatusCode code;
+    std::string reason;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"nope", 0, "earliest", StatusCode::kNotFound,
+            R"({"reason":"not_found","partitions":0} (close 4404))"},
+           {"t", 3, "earliest", StatusCode::kNotFound,
+            R"({"reason":"not_found","partitions":1} (close 4404))"},
+           {"t", 0, "101", StatusCode::kOutOfRange,
+            R"({"reason":"ahead","offset":101,"next":100} (close 4416))"},
+           {"t", 0, "5", StatusCode::kOutOfRange,
+            R"({"reason":"too_old","offset":5,"min":90} (close 4413))"},
+           {"empty", 0, "3", StatusCode::kOutOfRange,
+            R"({"reason":"empty","offset":3,"next":0} (close 4204))"},
+       }) {
+    SubscriptionOptions options = Options(c.topic, c.partition);
+    options.start = c.start;
+    auto sub = Subscription::Open(options);
+    ASSERT_FALSE(sub.ok()) << c.reason;
+    ExpectStatus(sub.status(), c.code, c.reason);
+  }
+  // What max_replay allows is served.
+  SubscriptionOptions options = Options();
+  options.start = "90";
+  auto sub = MustOpen(options);
+  ASSERT_NE(sub, nullptr);
+  ExpectMessages(*sub, 90, 10);
+}
+
+TEST_F(SubscriptionServer, AnEvictedCursorIsAnErrorNotARestart) {
+  log::TopicConfig config;
+  config.segment_bytes = 4096;
+  config.retention_bytes = 4096;
+  ASSERT_TRUE(log_->CreateTopic("r", config).ok());
+  for (int64_t n = 0; n < 400; n += 10) Append(n, 10, "r", 100);  // batches across segments
+  auto removed = (*log_->GetTopic("r"))
+                     ->partition(PartitionId(0))
+                     .EnforceRetention(std::chrono::system_clock::now());
+  ASSERT_TRUE(removed.ok() && *removed > 0);
+  const int64_t first = (*log_->GetTopic("r"))->partition(PartitionId(0)).FirstOffset().value();
+  StartServer();
+  SubscriptionOptions options = Options("r");
+  options.cursor_file = dir_ / "r.cursor";
+  ASSERT_TRUE(WriteCursorFile(options.cursor_file, {"r", PartitionId(0), Offset(0)}).ok());
+  auto sub = Subscription::Open(options);
+  ASSERT_FALSE(sub.ok());
+  ExpectStatus(sub.status(), StatusCode::kOutOfRange,
+               R"({"reason":"evicted","offset":1,"first":)" + std::to_string(first) +
+                   "} (close 4410); resuming after offset 0 from cursor file " +
+                   options.cursor_file);
+  // earliest still works, from what is left.
+  options.cursor_file.clear();
+  sub = Subscription::Open(options);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  EXPECT_EQ((*sub)->greeting().start, Offset(first));
+}
+
+TEST_F(SubscriptionServer, ATokenIsNeededWhereTheServerSaysSo) {
+  Append(0, 3);
+  ServerOptions server_options;
+  server_options.subscribe_token = "s3cret";
+  StartServer(server_options);
+  SubscriptionOptions options = Options();
+  auto refused = Subscription::Open(options);
+  ASSERT_FALSE(refused.ok());
+  ExpectStatus(refused.status(), StatusCode::kFailedPrecondition,
+               R"({"reason":"unauthorized"} (close 4401))");
+  options.token = "wrong";
+  refused = Subscription::Open(options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  options.token = "s3cret";
+  auto sub = MustOpen(options);
+  ASSERT_NE(sub, nullptr);
+  ExpectMessages(*sub, 0, 3);
+  options.token.clear();
+  options.url += "&token=s3cret";
+  sub = MustOpen(options);
+  ASSERT_NE(sub, nullptr);
+  ExpectMessages(*sub, 0, 3);
 }
 
 }  // namespace
