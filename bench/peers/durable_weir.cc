@@ -44,7 +44,7 @@ double Append(const Config& config) {
   asio::io_context io(1);
   uint64_t frames = (config.messages + config.batch - 1) / config.batch;
   uint64_t sent = 0, acked = 0;
-  uint64_t t_start = 0, t_end = 0;
+  uint64_t t_connect = NowNs(), t_start = 0, t_end = 0;
   std::unique_ptr<WsClient> ws;
   std::string frame, line;
   auto pump = [&] {
@@ -85,6 +85,8 @@ double Append(const Config& config) {
       WsClient::Handlers{.on_open =
                              [&] {
                                t_start = NowNs();
+                               std::printf("publisher connected in %.2f s\n",
+                                           static_cast<double>(t_start - t_connect) * 1e-9);
                                pump();
                              },
                          .on_message = on_ack,
@@ -170,6 +172,7 @@ int main(int argc, char** argv) {
     Die("--messages, --batch and --inflight must be >= 1");
   }
   std::string label = flags.Str("label", "weir");
+  setvbuf(stdout, nullptr, _IOLBF, 0);
   double append_s = Append(config);
   double replay_s = Replay(config);
   std::printf("%s: %llu messages of %zu bytes, %llu per frame, %llu frames in flight\n",

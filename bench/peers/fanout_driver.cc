@@ -3,9 +3,10 @@
 // Publishes `--messages` JSON objects of `--size` bytes, each carrying its sequence number and
 // its send time (steady_clock ns; driver and server share the machine), either at a fixed
 // `--rate` per second or, with `--rate 0`, as fast as the server delivers them with at most
-// `--window` messages not yet received by every subscriber. Every subscriber must receive every
-// message exactly once and in order (for Weir also with consecutive offsets), or the run fails.
-// A warm-up of `--warmup` messages goes first and is not measured.
+// `--window` messages not yet received by every subscriber (and then for `--seconds` at most).
+// Every subscriber must receive every message exactly once and in order (for Weir also with
+// consecutive offsets), or the run fails. A warm-up of `--warmup` messages goes first and is not
+// measured.
 //
 // Measured between the first measured publish and the last delivery: deliveries per second,
 // the server's CPU seconds (utime + stime of --server-pid from /proc), deliveries per server
@@ -42,6 +43,7 @@ struct Config {
   size_t size = 100;
   int64_t rate = 0;  // messages per second; 0 = saturation
   uint64_t window = 0;
+  int64_t seconds = 0;  // saturation: stop publishing after this long (0: after `messages`)
   int64_t server_pid = 0;
   int64_t timeout_s = 0;
   int64_t connect_parallel = 0;
@@ -57,11 +59,7 @@ struct Subscriber {
 class FanoutRun {
  public:
   FanoutRun(asio::io_context& io, Config config)
-      : io_(io),
-        config_(std::move(config)),
-        received_by_(config_.warmup + config_.messages, 0),
-        publish_timer_(io),
-        deadline_(io) {}
+      : io_(io), config_(std::move(config)), publish_timer_(io), deadline_(io) {}
 
   void Start() {
     t_connect_ = NowNs();
@@ -140,6 +138,12 @@ class FanoutRun {
 
   void Pump() {
     if (config_.rate == 0) {
+      if (phase_ == Phase::kMeasure && config_.seconds > 0 &&
+          NowNs() - t_start_ >= static_cast<uint64_t>(config_.seconds) * 1'000'000'000) {
+        phase_end_ = sent_;  // time is up: what is sent is the run
+        if (frontier_ == phase_end_) PhaseComplete();
+        return;
+      }
       while (sent_ < phase_end_ && sent_ - frontier_ < config_.window) Publish();
       return;
     }
@@ -163,6 +167,7 @@ class FanoutRun {
   void Publish() {
     MakeMessage(sent_, NowNs(), config_.size, &message_);
     publisher_->Send(message_);
+    received_by_.push_back(0);
     ++sent_;
   }
 
@@ -208,6 +213,9 @@ class FanoutRun {
         !FindNumber(message, "\"t\":", &t)) {
       Die("subscriber " + std::to_string(i) + ": not a published message: " + std::string(m));
     }
+    if (seq >= sent_)
+      Die("subscriber " + std::to_string(i) + ": got seq " + std::to_string(seq) +
+          ", which was not published yet");
     if (seq != sub.next_seq) {
       Die("subscriber " + std::to_string(i) + ": got seq " + std::to_string(seq) + ", expected " +
           std::to_string(sub.next_seq) +
@@ -265,9 +273,10 @@ class FanoutRun {
     auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1000.0; };
     std::string mode =
         config_.rate == 0 ? "saturation" : "rate " + std::to_string(config_.rate) + "/s";
+    uint64_t messages = sent_ - config_.warmup;
     std::printf("%s fan-out: %zu subscribers, %llu messages of %zu bytes, %s\n",
                 config_.system.c_str(), subscribers_.size(),
-                static_cast<unsigned long long>(config_.messages), config_.size, mode.c_str());
+                static_cast<unsigned long long>(messages), config_.size, mode.c_str());
     std::printf("  deliveries   %.0f in %.2f s = %.0f/s, all in order, none lost or repeated\n",
                 deliveries, seconds, deliveries / seconds);
     std::printf("  server CPU   %.2f s (%.0f%% of a core) = %.0f deliveries per CPU-second\n",
@@ -283,7 +292,7 @@ class FanoutRun {
         .Add("subscribers", static_cast<double>(subscribers_.size()))
         .Add("mode", config_.rate == 0 ? "saturation" : "rate")
         .Add("rate", static_cast<double>(config_.rate))
-        .Add("messages", static_cast<double>(config_.messages))
+        .Add("messages", static_cast<double>(messages))
         .Add("deliveries", deliveries)
         .Add("seconds", seconds)
         .Add("deliveries_per_s", deliveries / seconds)
@@ -318,7 +327,7 @@ class FanoutRun {
   int64_t ready_ = 0;
 
   Phase phase_ = Phase::kConnecting;
-  std::vector<uint32_t> received_by_;  // per seq: how many subscribers have it
+  std::vector<uint32_t> received_by_;  // per seq sent: how many subscribers have it
   uint64_t frontier_ = 0;              // every seq below it is received by all
   uint64_t sent_ = 0;
   uint64_t acked_ = 0;
@@ -349,7 +358,7 @@ int main(int argc, char** argv) {
   using namespace weir::peers;
   Flags flags(argc, argv,
               {"system", "sub-url", "pub-url", "format", "subscribers", "messages", "warmup",
-               "size", "rate", "window", "server-pid", "timeout", "connect-parallel"});
+               "size", "rate", "window", "seconds", "server-pid", "timeout", "connect-parallel"});
   Config config{
       .system = flags.Str("system", "server"),
       .sub_url = UrlFlag(flags, "sub-url"),
@@ -361,6 +370,7 @@ int main(int argc, char** argv) {
       .size = static_cast<size_t>(flags.Int("size", 100)),
       .rate = flags.Int("rate", 1000),
       .window = static_cast<uint64_t>(flags.Int("window", 64)),
+      .seconds = flags.Int("seconds", 0),
       .server_pid = std::stoll(flags.Required("server-pid")),
       .timeout_s = flags.Int("timeout", 60),
       .connect_parallel = flags.Int("connect-parallel", 64),

@@ -9,10 +9,10 @@
 #   QUICK=1                   seconds-long runs, for development
 #   SUBSCRIBERS="100 1000"    fan-out sizes
 #   FANOUT_RATE_DELIVERIES=50000  deliveries/s of the fixed-rate runs (rate = this / subscribers)
-#   FANOUT_SECONDS=5          length of a fixed-rate run
-#   FANOUT_SAT_DELIVERIES=2000000 deliveries of a saturation run
+#   FANOUT_SECONDS=5          length of a fan-out run (fixed-rate and saturation)
 #   DURABLE_MESSAGES=200000   messages appended then replayed per durable run
 #   INFLIGHT=4096             messages sent and not yet acknowledged, for every durable peer
+#   FANOUT_WINDOW=1024        saturation: messages published and not yet received by everyone
 #   ONLY="fanout durable"     which comparisons to run
 # Drivers' full output and the servers' logs stay in build-peers/last-run/.
 set -uo pipefail
@@ -23,15 +23,14 @@ WEIR="${WEIR:-build/src/cli/weir}"
 SUBSCRIBERS="${SUBSCRIBERS:-100 1000}"
 ONLY="${ONLY:-fanout durable}"
 INFLIGHT="${INFLIGHT:-4096}"
+FANOUT_WINDOW="${FANOUT_WINDOW:-1024}"
 if [ "${QUICK:-0}" = 1 ]; then
   FANOUT_RATE_DELIVERIES="${FANOUT_RATE_DELIVERIES:-20000}"
   FANOUT_SECONDS="${FANOUT_SECONDS:-2}"
-  FANOUT_SAT_DELIVERIES="${FANOUT_SAT_DELIVERIES:-500000}"
   DURABLE_MESSAGES="${DURABLE_MESSAGES:-20000}"
 else
   FANOUT_RATE_DELIVERIES="${FANOUT_RATE_DELIVERIES:-50000}"
   FANOUT_SECONDS="${FANOUT_SECONDS:-5}"
-  FANOUT_SAT_DELIVERIES="${FANOUT_SAT_DELIVERIES:-2000000}"
   DURABLE_MESSAGES="${DURABLE_MESSAGES:-200000}"
 fi
 export NODE_PATH="${NODE_PATH:+$NODE_PATH:}/usr/share/nodejs"
@@ -61,6 +60,13 @@ stop_server() {
 trap 'stop_server; rm -rf "$work"' EXIT
 failures=0
 
+# Decided once, on a copy: a binary rebuilt in the middle of a run must not change rows halfway.
+weir_serves=0
+if [ -x "$WEIR" ] && "$WEIR" serve --help >/dev/null 2>&1; then
+  cp "$WEIR" "$work/weir" && weir_serves=1
+fi
+weir_available() { [ "$weir_serves" = 1 ]; }
+
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -75,7 +81,7 @@ wait_listening() {
   return 1
 }
 
-weir_available() { [ -x "$WEIR" ] && "$WEIR" serve --help >/dev/null 2>&1; }
+
 
 # start_server NAME PORT COMMAND...: runs COMMAND in the background, logging to last-run/NAME.log.
 start_server() {
@@ -97,9 +103,9 @@ start_ws() { start_server "$1" "$2" node bench/peers/ws_broadcast.js "$2"; }
 start_weir() {
   local dir="$work/$1"
   rm -rf "$dir"
-  "$WEIR" topics create "$3" --data-dir "$dir" >"$logs/$1.create.log" 2>&1 ||
+  "$work/weir" topics create "$3" --data-dir "$dir" >"$logs/$1.create.log" 2>&1 ||
     { echo "run.sh: weir topics create failed:" >&2; cat "$logs/$1.create.log" >&2; return 1; }
-  start_server "$1" "$2" "$WEIR" serve --data-dir "$dir" --listen "127.0.0.1:$2"
+  start_server "$1" "$2" "$work/weir" serve --data-dir "$dir" --listen "127.0.0.1:$2"
 }
 
 start_nats() {
@@ -138,7 +144,7 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 echo "commit:  $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo ' (src with uncommitted changes)')"
 echo "peers:   ws $(node -p 'require("ws/package.json").version') on node $(node --version)," \
      "$(nats-server --version), redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
-if weir_available; then echo "weir:    $WEIR"; else echo "weir:    not available ($WEIR serve)"; fi
+if weir_available; then echo "weir:    $WEIR (a copy of it)"; else echo "weir:    not available ($WEIR serve)"; fi
 
 # ------------------------------------------------------------------------------- (a) fan-out
 fanout_rows=()
@@ -154,13 +160,13 @@ fanout_case() {
     load="$rate msg/s ($(n $((rate * subs))) deliveries/s)"
   else
     rate=0
-    messages=$((FANOUT_SAT_DELIVERIES / subs))
-    load="saturation, $(n "$messages") msgs"
+    messages=1000000000  # the run stops after FANOUT_SECONDS
+    load="saturation, ${FANOUT_SECONDS} s"
   fi
   local row_head="| $subs | $load | $system"
   port=$(free_port)
   local args=(--system "$system" --subscribers "$subs" --messages "$messages" --rate "$rate"
-              --warmup 200 --window 64 --timeout 300)
+              --seconds "$FANOUT_SECONDS" --warmup 200 --window "$FANOUT_WINDOW" --timeout 300)
   if [ "$system" = ws ]; then
     start_ws "$name" "$port" || { fanout_rows+=("$row_head | server did not start | | | | | | |"); failures=$((failures + 1)); return; }
     args+=(--format raw --sub-url "ws://127.0.0.1:$port/sub" --pub-url "ws://127.0.0.1:$port/pub")
