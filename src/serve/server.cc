@@ -148,6 +148,7 @@ struct Feed {
   uint64_t ring_first_seq = 0;
   std::vector<Connection*> live;
   int subscribers = 0;  // live and replaying
+  bool step_posted = false;
 };
 
 class Server::Impl {
@@ -173,8 +174,16 @@ class Server::Impl {
   // The feed of a partition, created (at the partition's next offset) if needed.
   Feed& FeedFor(log::Partition& partition);
   void ReleaseFeed(Feed& feed);
-  // Reads what is new in a feed and hands it to its live subscribers.
-  void PollFeed(Feed& feed);
+  // Reads the feed's next step of records (at most half of max_backlog) and hands it to its live
+  // subscribers. A burst in the log reaches them one step at a time, the next step when one of
+  // them has written everything (or when the log changes again), so that a subscriber is too
+  // slow for the rate its socket drains, not for the size of a burst. Without live subscribers,
+  // the feed just follows the log's end. False if it read nothing.
+  bool PollFeed(Feed& feed);
+  // Steps until the feed has read the whole log, for a new subscriber.
+  void CatchUp(Feed& feed);
+  // A live subscriber has written everything the feed read: one more step, soon.
+  void RequestStep(Feed& feed);
   void AwaitDurability(Connection* connection) { awaiting_durability_.insert(connection); }
 
  private:
@@ -309,6 +318,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                         error->kind == TargetError::Kind::kNotFound
                             ? Reason("not_found", Member("partitions", 0))
                             : Reason("bad_request", ",\"param\":" + JsonString(error->param)));
+        TakeFrames();
       } else if (!upgrade) {
         const bool not_found = error->kind == TargetError::Kind::kNotFound;
         RefuseHttp(not_found ? 404 : 400, not_found ? "Not Found" : "Bad Request",
@@ -330,6 +340,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       } else {
         StartPublisher();
       }
+      TakeFrames();
       return;
     }
     switch (target_.endpoint) {
@@ -463,7 +474,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     // Counted from here, so that the poll (which may close slow subscribers) keeps the feed.
     ++feed.subscribers;
-    server_.PollFeed(feed);
+    server_.CatchUp(feed);
     const int64_t first = partition->FirstOffset().value();
     const int64_t next = feed.head;
     const int64_t min_replay = std::max(first, next - options.max_replay);
@@ -568,6 +579,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       ++next_seq_;
       any = true;
     }
+    if (!any) server_.RequestStep(*feed_);
     return any;
   }
 
@@ -609,6 +621,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void StartPublisher() {
     mode_ = Mode::kPublisher;
     publish_partition_ = PublishPartition();
+    Pump();  // the 101 (a refusal has sent it already)
   }
 
   void PublishHttp() {
@@ -634,7 +647,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                               std::chrono::system_clock::now().time_since_epoch())
                               .count());
       for (std::string_view value : list) builder_.AddRaw(now, KeySerde::kNull, {}, value);
-      auto first = publish_partition_->Append(builder_);
+      auto first = publish_partition_->Append(builder_, log::Durability::kFlushSoon);
       if (!first.ok()) {
         reply.error = "{\"error\":\"storage\"" + SeqMember(reply) +
                       ",\"detail\":" + JsonString(first.status().ToString()) + "}";
@@ -669,19 +682,39 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     last_rx_ = Clock::now();
     ping_sent_ = false;
-    frames_.Feed(std::string_view(read_buffer_.data(), n));
+    if (!protocol_error_) {
+      frames_.Feed(std::string_view(read_buffer_.data(), n));
+      TakeFrames();
+    }
+    // After a protocol error, what arrives is dropped until the peer closes: closing a socket
+    // with unread bytes would reset the connection and lose the close frame on its way.
+    if (!destroyed_ && !peer_closed_) ReadFrames();
+  }
+
+  // Handles the complete frames received, those that came with the upgrade request included.
+  void TakeFrames() {
     ClientMessage message;
-    while (!destroyed_) {
+    while (!destroyed_ && !protocol_error_) {
       const FrameParser::Result result = frames_.Next(&message);
       if (result == FrameParser::Result::kNeedMore) break;
       if (result == FrameParser::Result::kError) {
-        SendClose(frames_.error_code(),
-                  Reason("protocol", ",\"detail\":" + JsonString(frames_.error_reason())));
-        return;  // stop reading; the close grace ends the connection
+        // Fail the connection (RFC 6455 7.1.7): the close frame, then our end of the TCP
+        // connection, without waiting for the peer's close frame.
+        protocol_error_ = true;
+        if (close_sent_ && !writing_) {
+          EndSending();
+        } else if (frames_.error_code() == kTooBig) {
+          SendClose(kTooBig,
+                    Reason("too_big",
+                           Member("max", static_cast<int64_t>(server_.options().max_frame_bytes))));
+        } else {
+          SendClose(frames_.error_code(),
+                    Reason("protocol", ",\"detail\":" + JsonString(frames_.error_reason())));
+        }
+        return;
       }
       OnMessage(message);
     }
-    if (!destroyed_ && !peer_closed_) ReadFrames();
   }
 
   void OnMessage(ClientMessage& message) {
@@ -767,7 +800,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     for (const std::string& owned : writing_owned_)
       buffers_.emplace_back(owned.data(), owned.size());
     if (queued_.empty()) TakeData(buffers_, bytes);
-    if (closing_ && !close_sent_ && queued_.empty()) {
+    // The close frame goes after the acknowledgements of the frames before it.
+    if (closing_ && !close_sent_ && queued_.empty() && replies_.empty()) {
       std::string frame;
       AppendCloseFrame(frame, close_code_, close_reason_);
       writing_owned_.push_back(std::move(frame));
@@ -779,6 +813,35 @@ class Connection : public std::enable_shared_from_this<Connection> {
     asio::async_write(socket_, buffers_, [self = shared_from_this()](beast::error_code ec, size_t) {
       self->OnWritten(ec);
     });
+  }
+
+  // An HTTP answer that ends the connection is out: FIN, then drop what the client still sends
+  // (the rest of a refused body) until it closes, so that closing with unread bytes does not
+  // reset the connection and destroy the answer before the client reads it. The close grace
+  // bounds the wait.
+  void Linger() {
+    lingering_ = true;
+    closing_since_ = Clock::now();
+    EndSending();
+    Drain();
+  }
+
+  void Drain() {
+    socket_.async_read_some(asio::buffer(read_buffer_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (self->destroyed_) return;
+                              if (ec) {
+                                self->Destroy();
+                              } else {
+                                self->Drain();
+                              }
+                            });
+  }
+
+  // Sends FIN; the peer's close (or the close grace) ends the connection.
+  void EndSending() {
+    beast::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
   }
 
   void OnWritten(beast::error_code ec) {
@@ -799,8 +862,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
       Destroy();
       return;
     }
+    if (close_sent_ && protocol_error_) {
+      EndSending();
+      return;
+    }
     if (!websocket_ && close_after_write_) {
-      Destroy();
+      Linger();
       return;
     }
     if (!websocket_ && queued_.empty() && requests_done_ && keep_alive_ && replies_.empty()) {
@@ -825,6 +892,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool keep_alive_ = false;
   bool requests_done_ = false;  // a request was read and its answer is (being) written
   bool close_after_write_ = false;
+  bool lingering_ = false;  // the answer is out; waiting for the client to close
   log::Topic* topic_ = nullptr;
 
   // WebSocket in.
@@ -833,6 +901,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Clock::time_point accepted_;
   Clock::time_point last_rx_;
   bool ping_sent_ = false;
+  bool protocol_error_ = false;  // what arrives is dropped
 
   // Out.
   std::deque<std::string> queued_;
@@ -894,7 +963,7 @@ bool Connection::FlushReplies() {
 
 void Connection::Tick(Clock::time_point now) {
   const ServerOptions& options = server_.options();
-  if (closing_) {
+  if (closing_ || lingering_) {
     if (now - closing_since_ > kCloseGrace) Destroy();
     return;
   }
@@ -998,20 +1067,28 @@ Feed& Server::Impl::FeedFor(log::Partition& partition) {
 
 void Server::Impl::ReleaseFeed(Feed& feed) { feeds_.erase(&feed.partition); }
 
-void Server::Impl::PollFeed(Feed& feed) {
+bool Server::Impl::PollFeed(Feed& feed) {
+  if (feed.live.empty()) {
+    // Replaying subscribers read the log up to the head; no batch is needed below it.
+    feed.head = feed.partition.NextOffset().value();
+    feed.reader.Seek(Offset(feed.head));
+    feed.ring.clear();
+    feed.ring_first_seq = feed.head_seq;
+    return false;
+  }
+  const size_t step =
+      static_cast<size_t>(std::clamp<int64_t>(options_.max_backlog / 2, 1, kBatchRecords));
   bool failed = false;
-  while (true) {
-    auto records = feed.reader.Next(kBatchRecords);
-    if (!records.ok()) {
-      failed = true;
-      break;
-    }
-    if (records->empty()) break;
+  auto records = feed.reader.Next(step);
+  if (!records.ok()) {
+    failed = true;
+  } else if (!records->empty()) {
     auto batch = std::make_shared<EncodedBatch>(Encode(*records));
     feed.head = batch->end();
     feed.ring.push_back(std::move(batch));
     ++feed.head_seq;
   }
+  const bool progressed = !failed && !records->empty();
   std::vector<Connection*> slow;
   uint64_t min_seq = feed.head_seq;
   for (Connection* subscriber : feed.live) {
@@ -1031,10 +1108,27 @@ void Server::Impl::PollFeed(Feed& feed) {
   // Closing a subscriber may release the feed (the last one): work on a copy.
   std::vector<Connection*> live = feed.live;
   for (Connection* subscriber : slow) subscriber->CloseTooSlow();
-  if (slow.size() == live.size()) return;
+  if (slow.size() == live.size()) return progressed;
   for (Connection* subscriber : live) {
     if (std::find(slow.begin(), slow.end(), subscriber) == slow.end()) subscriber->OnBatch();
   }
+  return progressed;
+}
+
+void Server::Impl::CatchUp(Feed& feed) {
+  while (feed.head < feed.partition.NextOffset().value() && PollFeed(feed)) {
+  }
+}
+
+void Server::Impl::RequestStep(Feed& feed) {
+  if (feed.step_posted || feed.head >= feed.partition.NextOffset().value()) return;
+  feed.step_posted = true;
+  asio::post(io_, [this, partition = &feed.partition] {
+    auto it = feeds_.find(partition);
+    if (it == feeds_.end()) return;
+    it->second->step_posted = false;
+    PollFeed(*it->second);
+  });
 }
 
 void Server::Impl::OnLogChanged() {
