@@ -284,6 +284,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_.emplace();
     parser_->header_limit(16 << 10);
     parser_->body_limit(server_.options().max_frame_bytes);
+    http::async_read_header(
+        socket_, http_buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  // A client that sent `Expect: 100-continue` (curl, for a body above 1 KiB) waits for the 100
+  // before it sends the body; an oversize body was refused from its header already.
+  void OnHeader(beast::error_code ec) {
+    if (destroyed_) return;
+    if (ec || parser_->is_done()) {
+      OnRequest(ec);
+      return;
+    }
+    if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
+      Queue("HTTP/1.1 100 Continue\r\n\r\n");
+      Pump();
+    }
     http::async_read(
         socket_, http_buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
@@ -648,7 +665,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
                               .count());
       for (std::string_view value : list) builder_.AddRaw(now, KeySerde::kNull, {}, value);
       auto first = publish_partition_->Append(builder_, log::Durability::kFlushSoon);
-      if (!first.ok()) {
+      if (!first.ok() && first.status().code() == StatusCode::kFailedPrecondition) {
+        // Claimed by a pipeline since the upgrade.
+        reply.error = "{\"error\":\"not_writable\"" + SeqMember(reply) + "}";
+      } else if (!first.ok()) {
         reply.error = "{\"error\":\"storage\"" + SeqMember(reply) +
                       ",\"detail\":" + JsonString(first.status().ToString()) + "}";
       } else {
@@ -949,8 +969,11 @@ bool Connection::FlushReplies() {
       }
     } else if (reply.http) {
       const bool storage = body.starts_with("{\"error\":\"storage\"");
-      Queue(HttpResponse(storage ? 503 : 400, storage ? "Service Unavailable" : "Bad Request", body,
-                         keep_alive_));
+      const bool not_writable = body.starts_with("{\"error\":\"not_writable\"");
+      Queue(not_writable
+                ? HttpResponse(409, "Conflict", body, keep_alive_)
+                : HttpResponse(storage ? 503 : 400, storage ? "Service Unavailable" : "Bad Request",
+                               body, keep_alive_));
       close_after_write_ = !keep_alive_;
     }
     if (!reply.http) QueueFrame(Opcode::kText, body);
