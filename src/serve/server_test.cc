@@ -844,6 +844,50 @@ TEST_F(ServerPublish, RequestsFollowEachOtherOnAKeepAliveConnection) {
   EXPECT_EQ(ReadAll(p).size(), 3u);
 }
 
+TEST_F(ServerPublish, ATopicClaimedByAPipelineAfterTheUpgradeAnswersNotWritable) {
+  log::Partition& p = CreateTopic("t");
+  StartServer();
+  WsClient client(port_, "/publish/t");
+  client.Send("1");
+  auto ack = client.Read();
+  ASSERT_TRUE(ack);
+  EXPECT_EQ(*ack, Ack(0, 0, 1));
+  auto topic = log_->GetTopic("t");
+  ASSERT_TRUE(topic.ok());
+  ASSERT_TRUE((*topic)->ClaimForTransactions("app").ok());
+  client.Send("2");
+  auto refused = client.Read();
+  ASSERT_TRUE(refused) << client.ending().reason;
+  EXPECT_EQ(*refused, R"({"error":"not_writable","seq":1})");
+  client.Close();
+  EXPECT_EQ(ReadAll(p).size(), 1u);
+}
+
+// curl sends `Expect: 100-continue` with a body above 1 KiB and waits for the 100 (a second,
+// then it sends the body anyway).
+TEST_F(ServerPublish, HttpPostWithExpectContinueIsToldToContinue) {
+  log::Partition& p = CreateTopic("t");
+  StartServer({.max_frame_bytes = 4096});
+  const std::string body = R"({"big":")" + std::string(2000, 'x') + R"("})";
+  RawClient raw(port_);
+  raw.Write("POST /publish/t HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " +
+            std::to_string(body.size()) + "\r\nExpect: 100-continue\r\n\r\n");
+  EXPECT_EQ(raw.ReadUntil("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
+  raw.Write(body);
+  const std::string answer = raw.ReadUntil("}");
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 200 ")) << answer;
+  EXPECT_TRUE(answer.ends_with(R"({"first":0,"count":1})")) << answer;
+  ASSERT_EQ(ReadAll(p).size(), 1u);
+  EXPECT_EQ(ReadAll(p)[0].second, body);
+
+  // A body above the limit is refused without being sent.
+  RawClient refused(port_);
+  refused.Write(
+      "POST /publish/t HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10000\r\n"
+      "Expect: 100-continue\r\n\r\n");
+  EXPECT_TRUE(refused.ReadUntil("\r\n\r\n").starts_with("HTTP/1.1 413 "));
+}
+
 // --- Misbehaving clients -------------------------------------------------------------------------
 
 using ServerBadClient = ServerTest;
