@@ -43,7 +43,8 @@
 //   kCorruption       the server broke the protocol: a gap or duplicate offset (with the
 //                     numbers), a malformed greeting or frame; or a corrupt cursor file
 //   kUnavailable      cannot connect (Open), or reconnection gave up (Next)
-//   kIOError, kResourceExhausted  writing the cursor file failed
+//   kIOError, kResourceExhausted (disk full), kNotFound (its directory went away): writing the
+//                     cursor file failed; the message names the file
 //   kInternal         a close code the protocol does not define (1003 subscriber_sent_data...)
 // An error from Next is final: every later Next returns it again.
 //

@@ -135,6 +135,7 @@ struct Subscription::Impl {
   std::optional<Offset> handled;
   std::optional<Offset> written;  // to the cursor file
   Clock::time_point cursor_written_at{};
+  bool cursor_given_up = false;  // after a failure, the cursor was written (or failed) once
 
   // The URL and where this connection starts, for messages.
   std::string Where() const {
@@ -426,15 +427,21 @@ struct Subscription::Impl {
     const Clock::time_point deadline = Clock::now() + timeout;
     while (true) {
       if (phase == Phase::kFailed) {
-        // What was handled is kept even though the subscription cannot go on.
-        if (Status s = WriteCursor(); !s.ok()) {
-          error = Status(error.code(), error.message() + " (and the cursor file was not written: " +
-                                           s.message() + ")");
+        // What was handled is kept even though the subscription cannot go on (once: the error
+        // is returned again as it is).
+        if (!cursor_given_up) {
+          cursor_given_up = true;
+          if (Status s = WriteCursor(); !s.ok()) {
+            error = Status(
+                error.code(),
+                error.message() + " (and the cursor file was not written: " + s.message() + ")");
+          }
         }
         return error;
       }
       Status s = WriteCursorIfDue();
       if (!s.ok()) {
+        cursor_given_up = true;
         Fail(s.WithContext("subscription to " + url.ToString()));
         return error;
       }

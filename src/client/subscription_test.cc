@@ -333,13 +333,16 @@ TEST(SubscriptionOpen, SaysWhenNothingListensWithoutRetrying) {
 // ---- A scripted WebSocket peer -----------------------------------------------------------
 
 // Plays one script per connection it accepts: answers the upgrade, writes the script's bytes,
-// then (if `hold`) waits for the client to send something or hang up, and hangs up. After the last
+// then (if `hold`) waits for the client to send something or hang up (if `mute`, for it to hang
+// up), and hangs up. After the last
 // script it stops listening. Records what the client asked for.
 class ScriptedPeer {
  public:
   struct Script {
     std::string bytes;  // frames, written right after the 101 response
     bool hold = true;
+    // Holding, answer nothing (not even pings) until the client hangs up.
+    bool mute = false;
   };
 
   explicit ScriptedPeer(std::vector<Script> scripts) : scripts_(std::move(scripts)) {
@@ -430,6 +433,8 @@ class ScriptedPeer {
       // Holding: until the client says something (the reply to a close frame) or hangs up. A
       // server hangs up first after the closing handshake (RFC 6455 7.1.1).
       if (script.hold && Readable(fd, 10'000)) (void)::read(fd, buf, sizeof(buf));
+      while (script.mute && Readable(fd, 10'000) && ::read(fd, buf, sizeof(buf)) > 0) {
+      }
       ::close(fd);
     }
     ::close(listen_fd_);
@@ -610,6 +615,24 @@ TEST(SubscriptionPeer, ADroppedConnectionIsReopenedAndThenGivenUpOn) {
   EXPECT_NE(m.status().message().find("from offset 2"), std::string::npos) << m.status().message();
 }
 
+TEST(SubscriptionPeer, APeerThatFallsSilentIsLeftAfterTheIdleTimeout) {
+  ScriptedPeer peer({
+      {ScriptedPeer::Greeting(0, 1, 0), true, true},
+      {ScriptedPeer::Greeting(0, 1, 0) + ScriptedPeer::Messages(0, 1)},
+  });
+  SubscriptionOptions options = QuickOptions(peer.url());
+  options.idle_timeout = std::chrono::milliseconds(300);
+  auto sub = MustOpen(options);
+  ASSERT_NE(sub, nullptr);
+  // No message and no pong from the first connection: after 300 ms it counts as lost.
+  auto began = std::chrono::steady_clock::now();
+  auto m = NextMessage(*sub);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->offset, Offset(0));
+  EXPECT_EQ(sub->reconnects(), 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(5));
+}
+
 TEST(SubscriptionPeer, AnHttpRefusalOfTheUpgradeIsReported) {
   // Not a Weir server: a plain 404 to the upgrade.
   uint16_t port;
@@ -783,6 +806,24 @@ TEST_F(SubscriptionServer, TheCursorCatchesUpWhileNextWaits) {
   auto cursor = ReadCursorFile(dir_ / "c");
   ASSERT_TRUE(cursor.ok() && cursor->has_value());
   EXPECT_EQ((*cursor)->last, Offset(19));
+}
+
+TEST_F(SubscriptionServer, ACursorThatCannotBeWrittenStopsTheSubscription) {
+  Append(0, 5);
+  StartServer();
+  std::filesystem::create_directory(dir_ / "cursors");
+  SubscriptionOptions options = Options();
+  options.cursor_file = dir_ / "cursors/c";
+  options.cursor_interval = std::chrono::milliseconds(0);
+  auto sub = MustOpen(options);
+  ASSERT_NE(sub, nullptr);
+  ExpectMessages(*sub, 0, 1);
+  std::filesystem::remove_all(dir_ / "cursors");
+  // Handing out 1 marks 0 handled: its cursor cannot be written, and the consumer hears so.
+  auto m = sub->Next(std::chrono::milliseconds(1000));
+  ASSERT_FALSE(m.ok());
+  ExpectStatus(m.status(), StatusCode::kNotFound, options.cursor_file);
+  EXPECT_EQ(sub->Next(std::chrono::milliseconds(0)).status().message(), m.status().message());
 }
 
 TEST_F(SubscriptionServer, TooSlowIsResumedWithoutALossOrARepeat) {
