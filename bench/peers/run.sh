@@ -12,7 +12,8 @@
 #   FANOUT_SECONDS=5          length of a fan-out run (fixed-rate and saturation)
 #   DURABLE_MESSAGES=200000   messages appended then replayed per durable run
 #   INFLIGHT=4096             messages sent and not yet acknowledged, for every durable peer
-#   FANOUT_WINDOW=1024        saturation: messages published and not yet received by everyone
+#   FANOUT_WINDOW_DELIVERIES=100000  saturation: deliveries published and not yet received
+#                             (the window in messages is this / subscribers)
 #   ONLY="fanout durable"     which comparisons to run
 # Drivers' full output and the servers' logs stay in build-peers/last-run/.
 set -uo pipefail
@@ -23,7 +24,7 @@ WEIR="${WEIR:-build/src/cli/weir}"
 SUBSCRIBERS="${SUBSCRIBERS:-100 1000}"
 ONLY="${ONLY:-fanout durable}"
 INFLIGHT="${INFLIGHT:-4096}"
-FANOUT_WINDOW="${FANOUT_WINDOW:-1024}"
+FANOUT_WINDOW_DELIVERIES="${FANOUT_WINDOW_DELIVERIES:-100000}"
 if [ "${QUICK:-0}" = 1 ]; then
   FANOUT_RATE_DELIVERIES="${FANOUT_RATE_DELIVERIES:-20000}"
   FANOUT_SECONDS="${FANOUT_SECONDS:-2}"
@@ -151,7 +152,7 @@ fanout_rows=()
 fanout_notes=()
 # fanout_case SYSTEM SUBS MODE: one run, one table row.
 fanout_case() {
-  local system=$1 subs=$2 mode=$3 port name rate messages load
+  local system=$1 subs=$2 mode=$3 port name rate messages load window=1
   name="fanout-$system-$subs-$mode"
   if [ "$mode" = rate ]; then
     rate=$((FANOUT_RATE_DELIVERIES / subs))
@@ -161,12 +162,14 @@ fanout_case() {
   else
     rate=0
     messages=1000000000  # the run stops after FANOUT_SECONDS
-    load="saturation, ${FANOUT_SECONDS} s"
+    window=$((FANOUT_WINDOW_DELIVERIES / subs))
+    [ "$window" -ge 1 ] || window=1
+    load="saturation, ${FANOUT_SECONDS} s, $window msgs in flight"
   fi
   local row_head="| $subs | $load | $system"
   port=$(free_port)
   local args=(--system "$system" --subscribers "$subs" --messages "$messages" --rate "$rate"
-              --seconds "$FANOUT_SECONDS" --warmup 200 --window "$FANOUT_WINDOW" --timeout 300)
+              --seconds "$FANOUT_SECONDS" --warmup 200 --window "$window" --timeout 300)
   if [ "$system" = ws ]; then
     start_ws "$name" "$port" || { fanout_rows+=("$row_head | server did not start | | | | | | |"); failures=$((failures + 1)); return; }
     args+=(--format raw --sub-url "ws://127.0.0.1:$port/sub" --pub-url "ws://127.0.0.1:$port/pub")
