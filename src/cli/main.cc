@@ -104,9 +104,9 @@ int main(int argc, char** argv) {
                    "File keeping the last offset printed: a rerun resumes after it (--from "
                    "applies only while it does not exist)")
       ->needs(server_opt);
+  // Not `needs(server_opt)`: $WEIR_TOKEN in the environment must not break a local consume.
   consume_cmd->add_option("--token", consume.token, "Subscribe token for --server")
-      ->envname("WEIR_TOKEN")
-      ->needs(server_opt);
+      ->envname("WEIR_TOKEN");
 
   TopicArgs topics;
   CLI::App* topics_cmd = app.add_subcommand("topics", "Create, list and describe topics");

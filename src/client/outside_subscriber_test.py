@@ -168,6 +168,16 @@ def main():
         check(refused.returncode == 2 and '"reason":"ahead"' in refused.stderr,
               "consume --from 999: %d %r" % (refused.returncode, refused.stderr))
 
+        # $WEIR_TOKEN (consume --token) does not get in the way of a local consume.
+        server.terminate()
+        server.wait(timeout=10)
+        server = None
+        local = subprocess.run([weir, "consume", "t", "--data-dir", data_dir, "--max", "1"],
+                               capture_output=True, text=True,
+                               env=dict(os.environ, WEIR_TOKEN="x"))
+        check(local.returncode == 0 and json.loads(local.stdout)["offset"] == 0,
+              "local consume with WEIR_TOKEN set: %d %r" % (local.returncode, local.stderr))
+
         print("OK: python3-websocket %s, wsdump%s subscribed with no Weir code" %
               (websocket.__version__, " and wscat" if wscat else ""))
     finally:
