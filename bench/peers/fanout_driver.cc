@@ -165,9 +165,11 @@ class FanoutRun {
   }
 
   void Publish() {
-    MakeMessage(sent_, NowNs(), config_.size, &message_);
+    uint64_t now = NowNs();
+    MakeMessage(sent_, now, config_.size, &message_);
     publisher_->Send(message_);
     received_by_.push_back(0);
+    sent_at_.push_back(now);
     ++sent_;
   }
 
@@ -178,6 +180,7 @@ class FanoutRun {
       Die("publisher: not an ack: " + std::string(m));
     }
     if (n != acked_ || count != 1) Die("publisher: ack out of order: " + std::string(m));
+    if (phase_ == Phase::kMeasure && n >= config_.warmup) ack_latency_.Add(NowNs() - sent_at_[n]);
     ++acked_;
     MaybeFinish();
   }
@@ -286,6 +289,10 @@ class FanoutRun {
     std::printf("  latency      p50 %.0f us, p99 %.0f us, p99.9 %.0f us, max %.0f us\n",
                 us(latency_.Quantile(0.5)), us(latency_.Quantile(0.99)),
                 us(latency_.Quantile(0.999)), us(latency_.Max()));
+    if (config_.weir_format) {
+      std::printf("  acks         p50 %.0f us, p99 %.0f us (publish to durable ack)\n",
+                  us(ack_latency_.Quantile(0.5)), us(ack_latency_.Quantile(0.99)));
+    }
     ResultLine()
         .Add("bench", "fanout")
         .Add("system", config_.system)
@@ -303,6 +310,8 @@ class FanoutRun {
         .Add("p99_us", us(latency_.Quantile(0.99)))
         .Add("p999_us", us(latency_.Quantile(0.999)))
         .Add("max_us", us(latency_.Max()))
+        .Add("ack_p50_us", us(ack_latency_.Quantile(0.5)))
+        .Add("ack_p99_us", us(ack_latency_.Quantile(0.99)))
         .Print();
   }
 
@@ -328,6 +337,7 @@ class FanoutRun {
 
   Phase phase_ = Phase::kConnecting;
   std::vector<uint32_t> received_by_;  // per seq sent: how many subscribers have it
+  std::vector<uint64_t> sent_at_;      // per seq sent: when
   uint64_t frontier_ = 0;              // every seq below it is received by all
   uint64_t sent_ = 0;
   uint64_t acked_ = 0;
@@ -343,6 +353,7 @@ class FanoutRun {
   double self_cpu_start_ = 0, self_cpu_end_ = 0;
   uint64_t measured_deliveries_ = 0;
   Histogram latency_;
+  Histogram ack_latency_;  // Weir: publish to ack (durable)
 };
 
 WsUrl UrlFlag(const Flags& flags, const std::string& name) {

@@ -205,7 +205,7 @@ if [[ " $ONLY " == *" fanout "* ]]; then
       fanout_case weir "$subs" "$mode"
       a="$logs/fanout-weir-$subs-$mode.out" b="$logs/fanout-ws-$subs-$mode.out"
       if [ -f "$a" ] && grep -q '^RESULT' "$a" && grep -q '^RESULT' "$b"; then
-        fanout_notes+=("- $subs subscribers, $mode: weir/ws deliveries per server CPU-s $(ratio "$a" "$b" deliveries_per_cpu_s), p99 $(n "$(result "$a" p99_us)") us vs $(n "$(result "$b" p99_us)") us")
+        fanout_notes+=("- $subs subscribers, $mode: weir/ws deliveries per server CPU-s $(ratio "$a" "$b" deliveries_per_cpu_s), p99 $(n "$(result "$a" p99_us)") us vs $(n "$(result "$b" p99_us)") us; weir's publish-to-ack (durable) p50 $(n "$(result "$a" ack_p50_us)") us, p99 $(n "$(result "$a" ack_p99_us)") us")
       fi
     done
   done
