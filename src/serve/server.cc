@@ -174,10 +174,11 @@ class Server::Impl {
   // The feed of a partition, created (at the partition's next offset) if needed.
   Feed& FeedFor(log::Partition& partition);
   void ReleaseFeed(Feed& feed);
-  // Reads the feed's next step of records (at most half of max_backlog) and hands it to its live
-  // subscribers. A burst in the log reaches them one step at a time, the next step when one of
-  // them has written everything (or when the log changes again), so that a subscriber is too
-  // slow for the rate its socket drains, not for the size of a burst. Without live subscribers,
+  // Reads the feed's next step of records (a quarter of max_backlog at most) and hands it to its
+  // live subscribers. The feed reads on only when one of them has written everything it has
+  // (RequestStep, or a log change finding one waiting): a burst in the log reaches subscribers
+  // at the pace of the fastest, so a subscriber is too slow for falling behind the others, not
+  // for the size of a burst nor for a write that takes a few rounds. Without live subscribers,
   // the feed just follows the log's end. False if it read nothing.
   bool PollFeed(Feed& feed);
   // Steps until the feed has read the whole log, for a new subscriber.
@@ -235,6 +236,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnBatch() { Pump(); }
   int64_t written_end() const { return written_end_; }
   uint64_t next_seq() const { return next_seq_; }
+  // Live, and has written everything its feed has read.
+  bool WantsMore(uint64_t head_seq) const { return !writing_ && next_seq_ == head_seq; }
 
   void CloseTooSlow() {
     ++server_.counters().too_slow;
@@ -1100,7 +1103,7 @@ bool Server::Impl::PollFeed(Feed& feed) {
     return false;
   }
   const size_t step =
-      static_cast<size_t>(std::clamp<int64_t>(options_.max_backlog / 2, 1, kBatchRecords));
+      static_cast<size_t>(std::clamp<int64_t>(options_.max_backlog / 4, 1, kBatchRecords));
   bool failed = false;
   auto records = feed.reader.Next(step);
   if (!records.ok()) {
@@ -1160,7 +1163,13 @@ void Server::Impl::OnLogChanged() {
   for (auto& [partition, feed] : feeds_) partitions.push_back(partition);
   for (log::Partition* partition : partitions) {
     auto it = feeds_.find(partition);
-    if (it != feeds_.end()) PollFeed(*it->second);
+    if (it == feeds_.end()) continue;
+    Feed& feed = *it->second;
+    if (feed.live.empty() ||
+        std::any_of(feed.live.begin(), feed.live.end(),
+                    [&](const Connection* c) { return c->WantsMore(feed.head_seq); })) {
+      PollFeed(feed);
+    }
   }
   std::vector<Connection*> waiting(awaiting_durability_.begin(), awaiting_durability_.end());
   for (Connection* connection : waiting) {
