@@ -30,6 +30,10 @@ Result<std::optional<ServerOptions>> ServeFlags::Resolve() const {
 }
 
 int Serve(const ServeArgs& args) {
+  // Before any thread starts: the threads inherit the blocked signals, so that SIGINT and SIGTERM
+  // reach the handler's thread rather than ending the process in the log's or the server's.
+  static std::atomic<bool> stop{false};
+  InstallStopHandler([] { stop = true; });
   auto options = args.serve.Resolve();
   if (!options.ok()) return Fail(options.status());
   if (!*options)
@@ -43,8 +47,6 @@ int Serve(const ServeArgs& args) {
                "weir: serving %s on http://%s:%u (ws://.../streams/TOPIC, /publish/TOPIC)\n",
                args.data_dir.c_str(), listen.substr(0, listen.rfind(':')).c_str(),
                static_cast<unsigned>((*server)->port()));
-  static std::atomic<bool> stop{false};
-  InstallStopHandler([] { stop = true; });
   while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   server->reset();  // closes every connection before the log closes
   std::fprintf(stderr, "weir: stopped serving\n");
