@@ -109,6 +109,12 @@ class ThreadFailures {
     std::lock_guard lock(mu_);
     for (const std::string& failure : failures_) ADD_FAILURE() << failure;
   }
+  std::string Summary() {
+    std::lock_guard lock(mu_);
+    std::string out;
+    for (const std::string& failure : failures_) out += failure + "; ";
+    return out;
+  }
 
  private:
   std::mutex mu_;
@@ -298,7 +304,8 @@ TEST_F(ServerResume, ResumingSubscribersSeeExactlyTheLogWhilePublishersPublish) 
           std::vector<std::string>& got = seen[s];
           while (static_cast<int64_t>(got.size()) < kTotal) {
             int64_t start = static_cast<int64_t>(got.size());
-            if (start > 0 && random() % 4 == 0) start = random() % start;
+            if (start > 0 && random() % 4 == 0)
+              start -= 1 + random() % std::min<int64_t>(start, 2000);
             WsClient client(port_, "/streams/orders?offset=" + std::to_string(start));
             ++resumes[s];
             auto greeting = client.Read();
@@ -599,7 +606,7 @@ TEST_F(ServerSlowSubscriber, AStalledSubscriberIsClosedAndTheOthersAreNotAffecte
 
   // Once the server has closed it, the stalled subscriber reads: messages from 0 with no gap,
   // then the close frame naming the last of them.
-  ASSERT_TRUE(Eventually([&] { return Stats().too_slow == 1; }));
+  ASSERT_TRUE(Eventually([&] { return Stats().too_slow > 0; })) << failures.Summary();
   std::vector<ServerFrame> frames;
   while (frames.empty() || frames.back().opcode != Opcode::kClose) {
     ASSERT_TRUE(stalled.ReadMore()) << "ended without a close frame after " << frames.size();
@@ -926,7 +933,7 @@ TEST_F(ServerBadClient, GarbageInsteadOfARequestIsAnswered400) {
   CreateTopic("t");
   StartServer();
   for (const std::string& garbage :
-       {std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n", 25),
+       {std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n", 22),
         std::string("NOT HTTP AT ALL\r\n\r\n"), std::string("GET / HTTP/9.9\r\n\r\n")}) {
     RawClient raw(port_);
     raw.Write(garbage);
@@ -1001,6 +1008,7 @@ TEST_F(ServerBadClient, AWebSocketThatNeverAnswersPingsIsClosedAfterTheIdleTimeo
   failures.Expect();
   EXPECT_EQ(polite_got, MessageText(0, ValueOf(0)));
   polite.Close();
+  ExpectStillServes();
 }
 
 TEST_F(ServerBadClient, BeyondMaxConnectionsIsHttp503) {
@@ -1011,7 +1019,7 @@ TEST_F(ServerBadClient, BeyondMaxConnectionsIsHttp503) {
     subscribers.push_back(std::make_unique<WsClient>(port_, "/streams/t"));
     ASSERT_TRUE(subscribers.back()->Read());
   }
-  for (int i = 0; i < 300; ++i) {
+  for (int i = 0; i < 20; ++i) {
     auto refused = HttpClient(port_).Request(http::verb::get, "/health");
     EXPECT_EQ(refused.status, 503);
     EXPECT_EQ(refused.body, R"({"error":"too_many_connections"})");
