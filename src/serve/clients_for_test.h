@@ -80,9 +80,9 @@ inline void Connect(asio::io_context& io, tcp::socket& socket, uint16_t port, in
 
 // How a WebSocket connection ended.
 struct Ending {
-  uint16_t code = 0;   // the close frame's code; 0 if the connection ended without one
-  std::string reason;  // the close frame's reason
-  beast::error_code error;
+  uint16_t code = 0;        // the close frame's code; 0 if the connection ended without one
+  std::string reason;       // the close frame's reason
+  beast::error_code error;  // websocket::error::closed after a clean closing handshake
 };
 
 class WsClient {
@@ -111,11 +111,10 @@ class WsClient {
     buffer_.clear();
     auto ec = Await("read", [&](auto handler) { ws_.async_read(buffer_, handler); });
     if (ec) {
+      // A close frame that arrived counts even if the closing handshake failed after it.
       ending_.error = ec;
-      if (ec == websocket::error::closed) {
-        ending_.code = ws_.reason().code;
-        ending_.reason = std::string(ws_.reason().reason.data(), ws_.reason().reason.size());
-      }
+      ending_.code = ws_.reason().code;
+      ending_.reason = std::string(ws_.reason().reason.data(), ws_.reason().reason.size());
       return std::nullopt;
     }
     return beast::buffers_to_string(buffer_.data());

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <charconv>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -176,6 +177,7 @@ class ServerTest : public ::testing::Test {
     EXPECT_FALSE(message) << "instead of a refusal: " << *message;
     EXPECT_EQ(client.ending().code, code) << client.ending().error.message();
     EXPECT_EQ(client.ending().reason, reason);
+    EXPECT_EQ(client.ending().error, testing::websocket::error::closed);  // a clean close
   }
 
   // Expects a greeting (the subscription was accepted) and closes.
@@ -385,6 +387,12 @@ TEST_F(ServerResume, ResumingSubscribersSeeExactlyTheLogWhilePublishersPublish) 
     }
     EXPECT_GT(resumes[s], 1) << "subscriber " << s << " never resumed";
   }
+  // Connections dropped without a closing handshake are gone too.
+  EXPECT_TRUE(Eventually([&] {
+    const ServerStats stats = Stats();
+    return stats.connections == 0 && stats.subscribers == 0;
+  })) << Stats().connections
+      << " connections, " << Stats().subscribers << " subscribers";
 }
 
 // --- Refusals ------------------------------------------------------------------------------------
@@ -530,6 +538,7 @@ TEST_F(ServerRefusal, SubscriberSendingADataFrameIsClosed1003) {
   }
   EXPECT_EQ(client.ending().code, 1003);
   EXPECT_EQ(client.ending().reason, R"({"reason":"subscriber_sent_data"})");
+  EXPECT_EQ(client.ending().error, testing::websocket::error::closed);  // a clean close
   ExpectStillServes();
 }
 
@@ -607,7 +616,7 @@ TEST_F(ServerSlowSubscriber, AStalledSubscriberIsClosedAndTheOthersAreNotAffecte
   // Once the server has closed it, the stalled subscriber reads: messages from 0 with no gap,
   // then the close frame naming the last of them.
   ASSERT_TRUE(Eventually([&] { return Stats().too_slow > 0; })) << failures.Summary();
-  std::vector<ServerFrame> frames;
+  std::vector<ServerFrame> frames = TakeServerFrames(stalled.pending());  // came with the 101
   while (frames.empty() || frames.back().opcode != Opcode::kClose) {
     ASSERT_TRUE(stalled.ReadMore()) << "ended without a close frame after " << frames.size();
     for (ServerFrame& frame : TakeServerFrames(stalled.pending())) {
@@ -771,6 +780,7 @@ TEST_F(ServerPublish, ABinaryFrameClosesWith1003AfterTheAcksOfEarlierFrames) {
   EXPECT_FALSE(client.Read());
   EXPECT_EQ(client.ending().code, 1003);
   EXPECT_EQ(client.ending().reason, R"({"reason":"binary"})");
+  EXPECT_EQ(client.ending().error, testing::websocket::error::closed);  // a clean close
   EXPECT_EQ(ReadAll(p).size(), 3u);
 }
 
@@ -789,6 +799,7 @@ TEST_F(ServerPublish, AFrameAboveMaxFrameBytesClosesWith1009AfterTheAcksOfEarlie
   EXPECT_FALSE(client.Read());
   EXPECT_EQ(client.ending().code, 1009) << client.ending().error.message();
   EXPECT_EQ(client.ending().reason, R"({"reason":"too_big","max":1024})");
+  EXPECT_EQ(client.ending().error, testing::websocket::error::closed);  // a clean close
   EXPECT_EQ(ReadAll(p).size(), 2u);
   ExpectStillServes();
 }
@@ -920,7 +931,8 @@ TEST_F(ServerBadClient, FramesSentRightAfterTheUpgradeRequestAreRead) {
   RawClient raw(port_);
   raw.Write(UpgradeRequest("/publish/t") + testing::MaskedFrame(Opcode::kText, R"({"early":1})"));
   ASSERT_TRUE(raw.ReadUntil("\r\n\r\n").starts_with("HTTP/1.1 101"));
-  std::vector<ServerFrame> frames;
+  // The ack may have come with the 101.
+  std::vector<ServerFrame> frames = TakeServerFrames(raw.pending());
   while (frames.empty()) {
     ASSERT_TRUE(raw.ReadMore());
     frames = TakeServerFrames(raw.pending());
@@ -1053,7 +1065,24 @@ TEST_F(ServerShutdown, DestroyingTheServerClosesEveryWebSocketWith1001) {
     EXPECT_LE(messages, 11);
     EXPECT_EQ(client->ending().code, 1001);
     EXPECT_EQ(client->ending().reason, R"({"reason":"shutdown"})");
+    EXPECT_EQ(client->ending().error, testing::websocket::error::closed);
   }
+}
+
+// A subscriber that does not read cannot take its close frame: the server still stops.
+TEST_F(ServerShutdown, ASubscriberThatDoesNotReadDoesNotHoldTheServerUp) {
+  log::Partition& p = CreateTopic("t");
+  AppendValues(p, 0, 20'000);
+  StartServer();
+  RawClient stalled(port_, /*rcvbuf=*/4096);
+  stalled.Write(UpgradeRequest("/streams/t?offset=0"));
+  ASSERT_TRUE(stalled.ReadUntil("\r\n\r\n").starts_with("HTTP/1.1 101"));
+  WsClient live(port_, "/streams/t");
+  ASSERT_TRUE(live.Read());
+  auto stopped = std::async(std::launch::async, [&] { server_.reset(); });
+  ASSERT_EQ(stopped.wait_for(testing::kHangDeadline), std::future_status::ready) << "~Server hangs";
+  EXPECT_FALSE(live.Read());
+  EXPECT_EQ(live.ending().code, 1001);
 }
 
 }  // namespace
