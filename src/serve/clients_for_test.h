@@ -167,11 +167,13 @@ class HttpClient {
  public:
   explicit HttpClient(uint16_t port) : socket_(io_) { Connect(io_, socket_, port, 0); }
 
+  // `origin`, if not empty, is sent as the Origin header (as a browser page would).
   HttpAnswer Request(http::verb method, const std::string& target, const std::string& body = "",
-                     const std::string& authorization = "") {
+                     const std::string& authorization = "", const std::string& origin = "") {
     http::request<http::string_body> request(method, target, 11);
     request.set(http::field::host, "127.0.0.1");
     if (!authorization.empty()) request.set(http::field::authorization, authorization);
+    if (!origin.empty()) request.set(http::field::origin, origin);
     if (method == http::verb::post) {
       request.set(http::field::content_type, "application/json");
       request.body() = body;
@@ -188,8 +190,8 @@ class HttpClient {
   }
 
   HttpAnswer Post(const std::string& target, const std::string& body,
-                  const std::string& authorization = "") {
-    return Request(http::verb::post, target, body, authorization);
+                  const std::string& authorization = "", const std::string& origin = "") {
+    return Request(http::verb::post, target, body, authorization, origin);
   }
 
  private:

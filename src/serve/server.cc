@@ -121,6 +121,7 @@ enum CloseCode : uint16_t {
   kEvicted = 4410,
   kTooOld = 4413,
   kAhead = 4416,
+  kCrossOrigin = 4403,
   kTooManySubscribers = 4429,
 };
 
@@ -458,6 +459,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return given && TokenMatches(*given, expected);
   }
 
+  // A browser page from another site: its Origin names a host other than the one it asked. Any
+  // web page could otherwise publish to a server on the user's own machine.
+  bool CrossOrigin() const {
+    auto origin = request_[http::field::origin];
+    if (origin.empty()) return false;
+    std::string_view host(origin.data(), origin.size());
+    const size_t scheme = host.find("://");
+    if (scheme != std::string_view::npos) host.remove_prefix(scheme + 3);
+    auto asked = request_[http::field::host];
+    return host != std::string_view(asked.data(), asked.size());
+  }
+
   // The topic's partition, or a refusal sent (and nullptr).
   log::Partition* FindPartition() {
     auto topic = server_.log().GetTopic(target_.topic);
@@ -607,6 +620,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Checks the token and the topic; the publish partition, or nullptr after a refusal.
   log::Partition* PublishPartition() {
+    if (server_.options().publish_token.empty() && CrossOrigin()) {
+      if (websocket_) {
+        RefuseWebSocket(kCrossOrigin, Reason("cross_origin"));
+      } else {
+        RefuseHttp(403, "Forbidden", R"({"error":"cross_origin"})");
+      }
+      return nullptr;
+    }
     if (!Authorized(server_.options().publish_token)) {
       if (websocket_) {
         RefuseWebSocket(kUnauthorized, Reason("unauthorized"));

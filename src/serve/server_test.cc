@@ -524,6 +524,28 @@ TEST_F(ServerRefusal, TopicOwnedByAPipelineIsNotWritable) {
   ExpectGreeting("/streams/owned");  // reading it is fine
 }
 
+// Without a publish token, a web page of another site cannot publish to a server on the user's
+// machine; its own host's origin, or a token, can.
+TEST_F(ServerRefusal, APublishFromAnotherSitesPageNeedsAToken) {
+  log::Partition& p = CreateTopic("t");
+  StartServer();
+  HttpClient client(port_);
+  testing::HttpAnswer cross = client.Post("/publish/t", R"({"a":1})", "", "https://elsewhere.example");
+  EXPECT_EQ(cross.status, 403);
+  EXPECT_EQ(cross.body, R"({"error":"cross_origin"})");
+  HttpClient same(port_);
+  EXPECT_EQ(same.Post("/publish/t", R"({"a":2})", "", "http://127.0.0.1").status, 200);
+  EXPECT_EQ(ReadAll(p).size(), 1u);  // only the same-origin publish
+
+  server_.reset();
+  StartServer({.publish_token = "s3cret"});
+  HttpClient with_token(port_);
+  EXPECT_EQ(
+      with_token.Post("/publish/t", R"({"a":3})", "Bearer s3cret", "https://elsewhere.example")
+          .status,
+      200);
+}
+
 TEST_F(ServerRefusal, SubscriberSendingADataFrameIsClosed1003) {
   AppendValues(CreateTopic("t"), 0, 3);
   StartServer();
