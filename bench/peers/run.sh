@@ -145,7 +145,7 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 echo "commit:  $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo ' (src with uncommitted changes)')"
 echo "peers:   ws $(node -p 'require("ws/package.json").version') on node $(node --version)," \
      "$(nats-server --version), redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
-if weir_available; then echo "weir:    $WEIR (a copy of it)"; else echo "weir:    not available ($WEIR serve)"; fi
+if weir_available; then echo "weir:    $WEIR, built $(date -r "$WEIR" '+%F %T')"; else echo "weir:    not available ($WEIR serve)"; fi
 
 # ------------------------------------------------------------------------------- (a) fan-out
 fanout_rows=()
@@ -290,5 +290,6 @@ if [ ${#durable_rows[@]} -gt 0 ]; then
   printf '%s\n' "${durable_rows[@]}"
 fi
 echo
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (2 cores; other work on the machine skews latency most)"
 echo "drivers' output and server logs: $logs/"
 [ "$failures" -eq 0 ] || { echo "run.sh: $failures run(s) failed" >&2; exit 1; }
