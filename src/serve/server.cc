@@ -1180,6 +1180,11 @@ void Server::Impl::RequestStep(Feed& feed) {
 
 void Server::Impl::OnLogChanged() {
   poll_posted_ = false;
+  // Acknowledgements first: a publisher should not wait for the fan-out of what it published.
+  std::vector<Connection*> waiting(awaiting_durability_.begin(), awaiting_durability_.end());
+  for (Connection* connection : waiting) {
+    if (!connection->FlushReplies()) awaiting_durability_.erase(connection);
+  }
   std::vector<log::Partition*> partitions;
   for (auto& [partition, feed] : feeds_) partitions.push_back(partition);
   for (log::Partition* partition : partitions) {
@@ -1191,10 +1196,6 @@ void Server::Impl::OnLogChanged() {
                     [&](const Connection* c) { return c->WantsMore(feed.head_seq); })) {
       PollFeed(feed);
     }
-  }
-  std::vector<Connection*> waiting(awaiting_durability_.begin(), awaiting_durability_.end());
-  for (Connection* connection : waiting) {
-    if (!connection->FlushReplies()) awaiting_durability_.erase(connection);
   }
 }
 
