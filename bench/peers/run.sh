@@ -100,13 +100,14 @@ start_server() {
 
 start_ws() { start_server "$1" "$2" node bench/peers/ws_broadcast.js "$2"; }
 
-# start_weir NAME PORT TOPIC: a fresh data dir holding TOPIC, served.
+# start_weir NAME PORT TOPIC [ARGS...]: a fresh data dir holding TOPIC, served (with ARGS).
 start_weir() {
-  local dir="$work/$1"
+  local dir="$work/$1" name=$1 port=$2 topic=$3
+  shift 3
   rm -rf "$dir"
-  "$work/weir" topics create "$3" --data-dir "$dir" >"$logs/$1.create.log" 2>&1 ||
-    { echo "run.sh: weir topics create failed:" >&2; cat "$logs/$1.create.log" >&2; return 1; }
-  start_server "$1" "$2" "$work/weir" serve --data-dir "$dir" --listen "127.0.0.1:$2"
+  "$work/weir" topics create "$topic" --data-dir "$dir" >"$logs/$name.create.log" 2>&1 ||
+    { echo "run.sh: weir topics create failed:" >&2; cat "$logs/$name.create.log" >&2; return 1; }
+  start_server "$name" "$port" "$work/weir" serve --data-dir "$dir" --listen "127.0.0.1:$port" "$@"
 }
 
 start_nats() {
@@ -178,7 +179,11 @@ fanout_case() {
       fanout_rows+=("$row_head | weir: not available | | | | | | |")
       return
     fi
-    start_weir "$name" "$port" fan || { fanout_rows+=("$row_head | server did not start | | | | | | |"); failures=$((failures + 1)); return; }
+    local weir_args=()
+    # weir-nofsync: written to the OS before delivery (survives a crash of the process, not of
+    # the machine), as the ws server's messages are not written anywhere.
+    [ "$system" = weir-nofsync ] && weir_args=(--fsync never)
+    start_weir "$name" "$port" fan "${weir_args[@]}" || { fanout_rows+=("$row_head | server did not start | | | | | | |"); failures=$((failures + 1)); return; }
     args+=(--format weir --sub-url "ws://127.0.0.1:$port/streams/fan"
            --pub-url "ws://127.0.0.1:$port/publish/fan")
   fi
@@ -203,6 +208,7 @@ if [[ " $ONLY " == *" fanout "* ]]; then
     for mode in rate saturation; do
       fanout_case ws "$subs" "$mode"
       fanout_case weir "$subs" "$mode"
+      fanout_case weir-nofsync "$subs" "$mode"
       a="$logs/fanout-weir-$subs-$mode.out" b="$logs/fanout-ws-$subs-$mode.out"
       if [ -f "$a" ] && grep -q '^RESULT' "$a" && grep -q '^RESULT' "$b"; then
         fanout_notes+=("- $subs subscribers, $mode: weir/ws deliveries per server CPU-s $(ratio "$a" "$b" deliveries_per_cpu_s), p99 $(n "$(result "$a" p99_us)") us vs $(n "$(result "$b" p99_us)") us; weir's publish-to-ack (durable) p50 $(n "$(result "$a" ack_p50_us)") us, p99 $(n "$(result "$a" ack_p99_us)") us")

@@ -187,6 +187,8 @@ class Server::Impl {
   // A live subscriber has written everything the feed read: one more step, soon.
   void RequestStep(Feed& feed);
   void AwaitDurability(Connection* connection) { awaiting_durability_.insert(connection); }
+  // Acknowledges the publishes whose records are now durable.
+  void CheckDurability();
 
  private:
   void Accept();
@@ -1178,13 +1180,17 @@ void Server::Impl::RequestStep(Feed& feed) {
   });
 }
 
-void Server::Impl::OnLogChanged() {
-  poll_posted_ = false;
-  // Acknowledgements first: a publisher should not wait for the fan-out of what it published.
+void Server::Impl::CheckDurability() {
   std::vector<Connection*> waiting(awaiting_durability_.begin(), awaiting_durability_.end());
   for (Connection* connection : waiting) {
     if (!connection->FlushReplies()) awaiting_durability_.erase(connection);
   }
+}
+
+void Server::Impl::OnLogChanged() {
+  poll_posted_ = false;
+  // Acknowledgements first: a publisher should not wait for the fan-out of what it published.
+  CheckDurability();
   std::vector<log::Partition*> partitions;
   for (auto& [partition, feed] : feeds_) partitions.push_back(partition);
   for (log::Partition* partition : partitions) {
@@ -1219,6 +1225,7 @@ void Server::Impl::Sweep() {
     all.reserve(connections_.size());
     for (auto& [raw, connection] : connections_) all.push_back(connection);
     for (auto& connection : all) connection->Tick(now);
+    CheckDurability();
     Sweep();
   });
 }
