@@ -583,26 +583,32 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (written_end_ == feed_->head) {
         JoinLive();
       } else {
-        auto records = replay_->Next(kBatchRecords);
-        if (!records.ok()) {
-          const bool evicted = records.status().code() == StatusCode::kOutOfRange;
-          const int64_t first = feed_->partition.FirstOffset().value();
-          SendClose(evicted ? kEvicted : kServerError,
-                    evicted
-                        ? Reason("evicted", Member("offset", written_end_) + Member("first", first))
+        // Up to kMaxWriteBytes per write: fewer rounds through the socket for a long replay.
+        bool any = false;
+        while (bytes < kMaxWriteBytes && replay_->position().value() < feed_->head) {
+          auto records = replay_->Next(kBatchRecords);
+          if (!records.ok()) {
+            if (any) break;  // what is taken goes out first; the error comes with the next take
+            const bool evicted = records.status().code() == StatusCode::kOutOfRange;
+            const int64_t first = feed_->partition.FirstOffset().value();
+            SendClose(
+                evicted ? kEvicted : kServerError,
+                evicted ? Reason("evicted", Member("offset", written_end_) + Member("first", first))
                         : Reason("storage"));
-          return false;
+            return false;
+          }
+          auto span = *records;
+          size_t n = 0;
+          while (n < span.size() && span[n].offset.value() < feed_->head) ++n;
+          if (n == 0) break;  // the feed has not read that far: the next poll will
+          replay_->Seek(Offset(span[0].offset.value() + static_cast<int64_t>(n)));
+          auto batch = std::make_shared<EncodedBatch>(Encode(span.first(n)));
+          buffers.emplace_back(batch->bytes.data(), batch->bytes.size());
+          bytes += batch->bytes.size();
+          in_flight_.push_back(std::move(batch));
+          any = true;
         }
-        auto span = *records;
-        size_t n = 0;
-        while (n < span.size() && span[n].offset.value() < feed_->head) ++n;
-        if (n == 0) return false;  // the feed has not read that far: the next poll will
-        replay_->Seek(Offset(span[0].offset.value() + static_cast<int64_t>(n)));
-        auto batch = std::make_shared<EncodedBatch>(Encode(span.first(n)));
-        buffers.emplace_back(batch->bytes.data(), batch->bytes.size());
-        bytes += batch->bytes.size();
-        in_flight_.push_back(std::move(batch));
-        return true;
+        return any;
       }
     }
     bool any = false;
