@@ -278,6 +278,10 @@ int Demo(const DemoArgs& args) {
               args.data_dir.c_str());
   std::printf("  build/src/cli/weir run %s --data-dir %s   # resumes: nothing new to do\n",
               (dir / "sessions.yaml").string().c_str(), args.data_dir.c_str());
+  std::printf(
+      "  build/src/cli/weir serve --data-dir %s &   # then any WebSocket client:\n"
+      "  wsdump 'ws://127.0.0.1:8080/streams/demo.sessions?offset=earliest'\n",
+      args.data_dir.c_str());
   return 0;
 }
 
