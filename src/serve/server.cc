@@ -25,6 +25,7 @@
 #include "log/record_format.h"
 #include "serve/request.h"
 #include "serve/websocket_frame.h"
+#include "weir/value.h"
 
 namespace weir::serve {
 
@@ -78,20 +79,9 @@ std::string Member(std::string_view name, int64_t value) {
 }
 
 std::string JsonString(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned char>(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+  std::string out;
+  AppendJsonString(out, text);
+  return out;
 }
 
 std::string HttpResponse(int status, std::string_view reason, std::string_view body,
