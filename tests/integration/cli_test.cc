@@ -1,7 +1,11 @@
 // End-to-end tests of the `weir` binary: what a user types, what they see.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -201,6 +205,32 @@ TEST_F(Cli, AYamlErrorNamesThePathAndExitsWithTwo) {
   EXPECT_NE(r.err.find("steps[0].group_by.partitions: expected an integer, found 'many' (line 3"),
             std::string::npos)
       << r.err;
+}
+
+// A server that cannot listen fails at start with one line naming the address: a malformed one
+// is bad configuration (2), one in use is not (1).
+TEST_F(Cli, AServerThatCannotListenSaysWhereAndExits) {
+  CommandResult bad = Weir({"serve", "--data-dir", data(), "--listen", "nonsense"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(Lines(bad.err).size(), 1u) << bad.err;
+  EXPECT_NE(bad.err.find("listen address 'nonsense'"), std::string::npos) << bad.err;
+
+  // Hold a port, then ask weir to listen on it.
+  const int holder = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(holder, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(holder, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(holder, 1), 0);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::getsockname(holder, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string listen = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  CommandResult busy = Weir({"serve", "--data-dir", data(), "--listen", listen});
+  ::close(holder);
+  EXPECT_EQ(busy.exit_code, 1);
+  EXPECT_EQ(Lines(busy.err).size(), 1u) << busy.err;
+  EXPECT_NE(busy.err.find("cannot listen on " + listen), std::string::npos) << busy.err;
 }
 
 TEST_F(Cli, AnUnreadableInputFileIsNamed) {
