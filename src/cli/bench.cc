@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -56,6 +57,36 @@ uint64_t Checksum(std::string_view bytes) {
   uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
   return h;
+}
+
+// The clickstream generator of the pipeline and window benchmarks, with the sizes asked for.
+GeneratorOptions BenchGenerator(const BenchArgs& args) {
+  GeneratorOptions generator;
+  generator.partitions = args.partitions;
+  generator.users = args.users;
+  generator.events = args.records;
+  return generator;
+}
+
+// Reads every record of `topic` in the data directory, partition by partition, and hands each
+// value, parsed, to `check` with its record; the first error (the log's or `check`'s) stops it.
+Status ForEachOutput(const std::string& data_dir, const std::string& topic_name,
+                     const std::function<Status(const log::StoredRecord&, const Value&)>& check) {
+  WEIR_ASSIGN_OR_RETURN(LocalLog local, LocalLog::Open(data_dir));
+  WEIR_ASSIGN_OR_RETURN(log::Topic * topic, local.log->GetTopic(topic_name));
+  for (int32_t p = 0; p < topic->num_partitions(); ++p) {
+    log::PartitionReader reader(topic->partition(PartitionId(p)), Offset(0));
+    while (true) {
+      WEIR_ASSIGN_OR_RETURN(auto records, reader.Next(8192));
+      if (records.empty()) break;
+      for (const log::StoredRecord& r : records) {
+        auto value = Value::Parse(r.value);
+        if (!value.ok()) return Status::Internal("bad output record in " + topic_name);
+        WEIR_RETURN_IF_ERROR(check(r, *value));
+      }
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -174,10 +205,7 @@ int BenchLog(const BenchArgs& args) {
 
 int BenchPipeline(const BenchArgs& args) {
   BenchDir dir(args.data_dir);
-  GeneratorOptions generator;
-  generator.partitions = args.partitions;
-  generator.users = args.users;
-  generator.events = args.records;
+  GeneratorOptions generator = BenchGenerator(args);
   if (args.keys == "uniform") {
     generator.events_per_second = 100'000;
     generator.active_fraction = 1;  // every key in play all the time: the hot state is all keys
@@ -201,33 +229,22 @@ int BenchPipeline(const BenchArgs& args) {
       ++expected[model.EventAt(PartitionId(p), i).key.bytes()];
     }
   }
-  auto local = LocalLog::Open(dir.path());
-  if (!local.ok()) return Fail(local.status());
-  auto topic = local->log->GetTopic("bench.counts");
-  if (!topic.ok()) return Fail(topic.status());
   std::map<std::string, int64_t> seen;
   int64_t outputs = 0;
-  for (int32_t p = 0; p < (*topic)->num_partitions(); ++p) {
-    log::PartitionReader reader((*topic)->partition(PartitionId(p)), Offset(0));
-    while (true) {
-      auto records = reader.Next(8192);
-      if (!records.ok()) return Fail(records.status());
-      if (records->empty()) break;
-      for (const log::StoredRecord& r : *records) {
-        auto value = Value::Parse(r.value);
-        if (!value.ok() || !value->Find("count"))
-          return Fail(Status::Internal("bad output record"));
+  Status checked = ForEachOutput(
+      dir.path(), "bench.counts", [&](const log::StoredRecord& r, const Value& value) {
+        if (!value.Find("count")) return Status::Internal("bad output record");
         int64_t& last = seen[std::string(r.key)];
-        if (value->Find("count")->as_int() != last + 1) {
-          return Fail(Status::Internal("key " + std::string(r.key) + ": count " +
-                                       std::to_string(value->Find("count")->as_int()) + " after " +
-                                       std::to_string(last)));
+        const int64_t count = value.Find("count")->as_int();
+        if (count != last + 1) {
+          return Status::Internal("key " + std::string(r.key) + ": count " + std::to_string(count) +
+                                  " after " + std::to_string(last));
         }
-        last = value->Find("count")->as_int();
+        last = count;
         ++outputs;
-      }
-    }
-  }
+        return Status::OK();
+      });
+  if (!checked.ok()) return Fail(checked);
   if (seen != expected) return Fail(Status::Internal("final counts differ from the generator's"));
 
   std::printf(
@@ -248,18 +265,11 @@ int BenchPipeline(const BenchArgs& args) {
   return 0;
 }
 
-}  // namespace weir::cli
-
-namespace weir::cli {
-
 int BenchWindows(const BenchArgs& args) {
   BenchDir dir(args.data_dir);
   // Users come and go (a fifth active at a time, each for minutes, quiet for longer), events up
   // to 2 s out of order: sessions open, grow, merge and close throughout the run.
-  GeneratorOptions generator;
-  generator.partitions = args.partitions;
-  generator.users = args.users;
-  generator.events = args.records;
+  GeneratorOptions generator = BenchGenerator(args);
   // A fifth of the users active, each clicking every 8 s or so: 2000 events/s for 100k users,
   // and proportionally more for more users, so that all of them are in play.
   generator.events_per_second = std::max(2'000.0, static_cast<double>(args.users) / 50);
@@ -292,25 +302,15 @@ int BenchWindows(const BenchArgs& args) {
 
   // Check: every admitted event is counted in its windows: once for tumbling and session
   // windows, size/step times for hopping ones (fewer only where one of them had closed).
-  auto local = LocalLog::Open(dir.path());
-  if (!local.ok()) return Fail(local.status());
-  auto topic = local->log->GetTopic("bench.windows");
-  if (!topic.ok()) return Fail(topic.status());
   int64_t windows = 0, counted = 0;
-  for (int32_t p = 0; p < (*topic)->num_partitions(); ++p) {
-    log::PartitionReader reader((*topic)->partition(PartitionId(p)), Offset(0));
-    while (true) {
-      auto records = reader.Next(8192);
-      if (!records.ok()) return Fail(records.status());
-      if (records->empty()) break;
-      for (const log::StoredRecord& r : *records) {
-        auto value = Value::Parse(r.value);
-        if (!value.ok() || !value->Find("n")) return Fail(Status::Internal("bad window result"));
-        counted += value->Find("n")->as_int();
+  Status checked =
+      ForEachOutput(dir.path(), "bench.windows", [&](const log::StoredRecord&, const Value& value) {
+        if (!value.Find("n")) return Status::Internal("bad window result");
+        counted += value.Find("n")->as_int();
         ++windows;
-      }
-    }
-  }
+        return Status::OK();
+      });
+  if (!checked.ok()) return Fail(checked);
   const int64_t admitted = summary->records_in - summary->late;
   const int64_t per_event = args.window == "hopping" ? definition.size() / definition.step() : 1;
   const bool right = args.window == "hopping"

@@ -1227,9 +1227,10 @@ void Server::Impl::Sweep() {
 }
 
 ServerStats Server::Impl::Stats() {
-  std::promise<ServerStats> result;
-  auto future = result.get_future();
-  asio::post(io_, [&] { result.set_value(counters_); });
+  // Shared: after a timeout the posted handler may still run, and must not write to a dead frame.
+  auto result = std::make_shared<std::promise<ServerStats>>();
+  auto future = result->get_future();
+  asio::post(io_, [this, result] { result->set_value(counters_); });
   if (future.wait_for(std::chrono::seconds(5)) != std::future_status::ready) return counters_;
   return future.get();
 }
