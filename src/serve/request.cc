@@ -182,13 +182,14 @@ std::variant<std::vector<std::string_view>, BodyError> SplitPublishBody(std::str
   const std::string_view whole = TrimJsonSpace(body);
   if (whole.empty()) return values;
   BodyValidator validator(body);
-  const char* whole_error = validator.Check(whole);
-  if (whole_error == nullptr) {
+  if (whole.find('\n') == std::string_view::npos) {
+    if (const char* error = validator.Check(whole)) return BodyError{1, error};
     values.push_back(whole);
     return values;
   }
-  if (whole.find('\n') == std::string_view::npos) return BodyError{1, whole_error};
-
+  // JSON lines first (the common multi-line body): each value is validated once. A line that
+  // is not a value may be part of one value spanning lines (a pretty-printed object); no body
+  // with two or more non-empty lines is both, so the order does not change the answer.
   int64_t line_number = 0;
   size_t pos = 0;
   while (pos < body.size()) {
@@ -199,7 +200,10 @@ std::variant<std::vector<std::string_view>, BodyError> SplitPublishBody(std::str
     const std::string_view line = TrimJsonSpace(body.substr(pos, end - pos));
     pos = end + 1;
     if (line.empty()) continue;
-    if (const char* error = validator.Check(line)) return BodyError{line_number, error};
+    if (const char* error = validator.Check(line)) {
+      if (validator.Check(whole) == nullptr) return std::vector<std::string_view>{whole};
+      return BodyError{line_number, error};
+    }
     values.push_back(line);
   }
   return values;
