@@ -57,7 +57,9 @@ struct RunSummary {
   int64_t records_in = 0;
   int64_t records_out = 0;
   int64_t dead_letters = 0;
-  int64_t late = 0;  // events window steps found late
+  int64_t late = 0;          // events window and join steps found late
+  int64_t join_evicted = 0;  // messages of join groups evicted (timeout, max_pending, end)
+  int64_t redelivered = 0;   // records delivered again after a nak or a restart
   // Windows and index entries that closing windows looked at, closed ones included: about one
   // per record plus one per closed window, whatever the number of stored windows.
   int64_t window_expiry_visits = 0;
@@ -79,6 +81,11 @@ class Application {
   Stream FromFile(FileSourceOptions options);
   Stream FromTopic(TopicSourceOptions options);
   Stream FromGenerator(GeneratorOptions options);
+  Stream FromJetStream(JetStreamSourceOptions options);
+
+  // Input-group assembly (weir/join.h) over named parents of this application, which must be
+  // co-partitioned (as many partitions each; a group-by before the join makes them so).
+  Stream Join(std::vector<std::pair<std::string, Stream>> parents, JoinOptions options);
 
   // Definition errors (a bad name, a step after a sink, no sink, a source without a key) are
   // reported here, before anything is opened.

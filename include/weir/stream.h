@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "weir/join.h"
 #include "weir/key.h"
 #include "weir/record.h"
 #include "weir/status.h"
@@ -105,6 +106,25 @@ struct GeneratorOptions {
   double active_fraction = 0.2;
 };
 
+// A durable pull consumer of a NATS JetStream stream (one partition). Messages are acknowledged
+// only once what the pipeline made of them is checkpointed (a join holds its members until their
+// group is processed); a message JetStream has delivered `max_deliver` times is published to
+// `dead_letter_subject` with its reason and terminated.
+struct JetStreamSourceOptions {
+  std::string url = "nats://127.0.0.1:4222";
+  std::string stream;               // REQUIRED: the JetStream stream
+  std::string subject;              // the consumer's filter subject; empty: the whole stream
+  std::string durable;              // REQUIRED: the durable consumer's name (created if missing)
+  KeySpec key;                      // empty field: the null key
+  std::string timestamp_field;      // empty: the time JetStream stored the message
+  std::string dead_letter_topic;    // empty: "<application>.dlq"
+  std::string dead_letter_subject;  // empty: "<stream>.dlq"
+  int max_deliver = 5;
+  std::chrono::milliseconds ack_wait{30'000};
+  // Read up to the stream's last message at the time the run started, then finish.
+  bool bounded = false;
+};
+
 struct TopicSinkOptions {
   std::string topic;
   int32_t partitions = 0;  // for a new topic; 0: the producing step's task count
@@ -167,6 +187,11 @@ class Stream {
 
   // Windows of each key's events (weir/window.h): add .Agg(...), then .Final() or .Current().
   WindowedStream Window(WindowDefinition definition);
+
+  // Joins (weir/join.h) of this stream (left) with `right`, by key and event time. Input-group
+  // assembly over several parents is Application::Join.
+  Stream IntervalJoin(Stream right, IntervalJoinOptions options);
+  Stream AsOfJoin(Stream right, AsOfJoinOptions options);
 
   // Sinks: every record that reaches them is written exactly once (topics, files) or printed
   // (stdout: at least once, as it happens).

@@ -6,6 +6,7 @@
 #include "app/runtime.h"
 #include "dataflow/graph.h"
 #include "dataflow/operators.h"
+#include "join/assembler.h"
 #include "log/log.h"
 
 namespace weir {
@@ -61,6 +62,34 @@ Stream Application::FromGenerator(GeneratorOptions options) {
   dataflow::Step s;
   s.kind = dataflow::StepKind::kGeneratorSource;
   s.generator = std::move(options);
+  return Stream(graph_.get(), graph_->Add(std::move(s)));
+}
+
+Stream Application::FromJetStream(JetStreamSourceOptions options) {
+  if (options.stream.empty() || options.durable.empty()) {
+    graph_->Fail("a JetStream source needs a stream and a durable consumer name");
+  }
+  if (options.max_deliver < 1) graph_->Fail("JetStream max_deliver must be >= 1");
+  dataflow::Step s;
+  s.kind = dataflow::StepKind::kJetStreamSource;
+  s.jetstream_source = std::move(options);
+  return Stream(graph_.get(), graph_->Add(std::move(s)));
+}
+
+Stream Application::Join(std::vector<std::pair<std::string, Stream>> parents, JoinOptions options) {
+  dataflow::Step s;
+  s.kind = dataflow::StepKind::kJoin;
+  s.name = options.name;
+  for (const auto& [input, stream] : parents) {
+    if (stream.graph_ != graph_.get())
+      graph_->Fail("join: a parent belongs to another application");
+    s.parents.push_back(stream.node_);
+    s.input_names.push_back(input);
+  }
+  Status valid = join::Validate(options, s.input_names);
+  if (!valid.ok()) graph_->Fail(valid.message());
+  if (!s.parents.empty()) s.parent = s.parents.front();
+  s.join = std::make_shared<const JoinOptions>(std::move(options));
   return Stream(graph_.get(), graph_->Add(std::move(s)));
 }
 

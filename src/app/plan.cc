@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "dataflow/operators.h"
 
@@ -34,61 +35,106 @@ Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& opt
   int32_t default_partitions =
       options.partitions > 0 ? options.partitions : std::max<int32_t>(widest_source, workers);
 
-  // Walks the steps reachable from `root` without crossing a group-by into its downstream.
-  std::function<void(SubTopology&, int)> collect = [&](SubTopology& sub, int step_id) {
-    for (int child : graph.steps[step_id].children) {
-      const Step& c = graph.steps[child];
-      sub.steps.push_back(child);
-      if (dataflow::IsStateful(c.kind)) sub.stateful_steps.push_back(c.name);
-      if (c.kind == StepKind::kGroupBy) continue;  // its children form another sub-topology
-      collect(sub, child);
-    }
-  };
-
-  std::vector<int> roots;
-  for (size_t i = 0; i < graph.steps.size(); ++i) {
-    if (dataflow::IsSource(graph.steps[i].kind)) roots.push_back(static_cast<int>(i));
+  // Every input: each source, and each group-by (whose repartition topic feeds what follows it).
+  // An input reaches the steps after it up to and including the next group-bys.
+  const int n = static_cast<int>(graph.steps.size());
+  std::vector<int> inputs;
+  for (int i = 0; i < n; ++i) {
+    const StepKind kind = graph.steps[i].kind;
+    if (dataflow::IsSource(kind) || kind == StepKind::kGroupBy) inputs.push_back(i);
   }
-  std::map<int, int> subtopology_of_group_by;
-  for (size_t r = 0; r < roots.size(); ++r) {  // roots grows as group-bys are found
-    SubTopology sub;
-    sub.index = static_cast<int>(plan.subtopologies.size());
-    sub.root_step = roots[r];
-    const Step& root = graph.steps[roots[r]];
+  std::vector<std::vector<int>> reach(inputs.size());
+  std::vector<int> owner(n, -1);  // the first input reaching a step
+  std::vector<int> group(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) group[i] = static_cast<int>(i);
+  std::function<int(int)> find = [&](int i) {
+    return group[i] == i ? i : group[i] = find(group[i]);
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<int> stack(graph.steps[inputs[i]].children.rbegin(),
+                           graph.steps[inputs[i]].children.rend());
+    std::set<int> seen;
+    while (!stack.empty()) {
+      int step = stack.back();
+      stack.pop_back();
+      if (!seen.insert(step).second) continue;
+      reach[i].push_back(step);
+      // Inputs that reach a common step (a join) run in one sub-topology.
+      if (owner[step] < 0)
+        owner[step] = static_cast<int>(i);
+      else
+        group[find(static_cast<int>(i))] = find(owner[step]);
+      if (graph.steps[step].kind == StepKind::kGroupBy) continue;
+      for (int child : graph.steps[step].children) stack.push_back(child);
+    }
+  }
+
+  std::map<int, int> subtopology_of_group;  // input group -> sub-topology index
+  std::map<int, int> subtopology_of_step;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int g = find(static_cast<int>(i));
+    if (!subtopology_of_group.count(g)) {
+      subtopology_of_group[g] = static_cast<int>(plan.subtopologies.size());
+      plan.subtopologies.emplace_back();
+      plan.subtopologies.back().index = subtopology_of_group[g];
+    }
+    SubTopology& sub = plan.subtopologies[subtopology_of_group[g]];
+    const Step& root = graph.steps[inputs[i]];
+    SubTopologyInput input;
+    input.root_step = inputs[i];
+    int32_t partitions = 1;
+    std::string dead_letter_topic;
     switch (root.kind) {
       case StepKind::kFileSource:
-        sub.partitions = 1;
-        sub.dead_letter_topic = root.file_source.dead_letter_topic;
+      case StepKind::kJetStreamSource:
+        dead_letter_topic = root.kind == StepKind::kFileSource
+                                ? root.file_source.dead_letter_topic
+                                : root.jetstream_source.dead_letter_topic;
         break;
       case StepKind::kGeneratorSource:
-        sub.partitions = std::max<int32_t>(1, root.generator.partitions);
+        partitions = std::max<int32_t>(1, root.generator.partitions);
         break;
       case StepKind::kTopicSource: {
         WEIR_ASSIGN_OR_RETURN(log::Topic * topic, log.GetTopic(root.topic_source.topic));
-        sub.partitions = topic->num_partitions();
-        sub.input_topic = root.topic_source.topic;
-        sub.dead_letter_topic = root.topic_source.dead_letter_topic;
+        partitions = topic->num_partitions();
+        input.topic = root.topic_source.topic;
+        dead_letter_topic = root.topic_source.dead_letter_topic;
         break;
       }
       case StepKind::kGroupBy:
-        sub.partitions =
-            root.group_by.partitions > 0 ? root.group_by.partitions : default_partitions;
-        sub.input_topic = dataflow::RepartitionTopicName(options.name, root.name);
-        sub.upstream.push_back(subtopology_of_group_by.at(roots[r]));
-        plan.repartition_topics.insert(sub.input_topic);
-        plan.output_topics[sub.input_topic] = sub.partitions;
+        partitions = root.group_by.partitions > 0 ? root.group_by.partitions : default_partitions;
+        input.topic = dataflow::RepartitionTopicName(options.name, root.name);
+        plan.repartition_topics.insert(input.topic);
+        plan.output_topics[input.topic] = partitions;
         break;
       default:
         return Status::Internal("sub-topology rooted at " + root.name);
     }
+    if (!sub.inputs.empty() && partitions != sub.partitions) {
+      const Step& first = graph.steps[sub.inputs.front().root_step];
+      return Status::InvalidArgument(
+          "the inputs of a join are not co-partitioned: '" + first.name + "' has " +
+          std::to_string(sub.partitions) + " and '" + root.name + "' has " +
+          std::to_string(partitions) + " partitions" +
+          "; group_by the same field before the join (with the same partitions) to align them");
+    }
+    sub.partitions = partitions;
+    if (sub.dead_letter_topic.empty()) sub.dead_letter_topic = dead_letter_topic;
+    sub.inputs.push_back(std::move(input));
+    for (int step : reach[i]) subtopology_of_step[step] = sub.index;
+  }
+  for (auto& [step, index] : subtopology_of_step) plan.subtopologies[index].steps.push_back(step);
+
+  for (SubTopology& sub : plan.subtopologies) {
     if (sub.dead_letter_topic.empty()) sub.dead_letter_topic = default_dlq;
-    collect(sub, roots[r]);
+    for (SubTopologyInput& input : sub.inputs) {
+      if (graph.steps[input.root_step].kind == StepKind::kGroupBy)
+        input.upstream.push_back(subtopology_of_step.at(input.root_step));
+    }
     for (int step_id : sub.steps) {
       const Step& s = graph.steps[step_id];
-      if (s.kind == StepKind::kGroupBy) {
-        subtopology_of_group_by[step_id] = sub.index;
-        roots.push_back(step_id);
-      } else if (s.kind == StepKind::kTopicSink) {
+      if (dataflow::IsStateful(s.kind)) sub.stateful_steps.push_back(s.name);
+      if (s.kind == StepKind::kTopicSink) {
         int32_t partitions = s.topic_sink.partitions > 0 ? s.topic_sink.partitions : sub.partitions;
         plan.output_topics.emplace(s.topic_sink.topic, partitions);
         plan.sink_topics.insert(s.topic_sink.topic);
@@ -98,19 +144,24 @@ Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& opt
         if (!s.window->late_topic.empty())
           plan.output_topics.emplace(s.window->late_topic, sub.partitions);
         if (!s.window->late_file.empty()) plan.files.insert(s.window->late_file);
+      } else if (s.kind == StepKind::kIntervalJoin || s.kind == StepKind::kAsOfJoin) {
+        const std::string& late = s.kind == StepKind::kIntervalJoin ? s.interval_join->late_topic
+                                                                    : s.asof_join->late_topic;
+        plan.output_topics.emplace(late.empty() ? options.name + ".late" : late, sub.partitions);
       }
     }
     plan.output_topics.emplace(sub.dead_letter_topic, 1);
     plan.dead_letter_topics.insert(sub.dead_letter_topic);
-    plan.subtopologies.push_back(std::move(sub));
   }
 
   // Reading and writing one topic in one application would feed its output back to itself.
   for (const SubTopology& sub : plan.subtopologies) {
-    if (!sub.from_repartition() && !sub.input_topic.empty() &&
-        plan.output_topics.count(sub.input_topic)) {
-      return Status::InvalidArgument("topic '" + sub.input_topic +
-                                     "' is both a source and an output of the application");
+    for (const SubTopologyInput& input : sub.inputs) {
+      if (!input.from_repartition() && !input.topic.empty() &&
+          plan.output_topics.count(input.topic)) {
+        return Status::InvalidArgument("topic '" + input.topic +
+                                       "' is both a source and an output of the application");
+      }
     }
   }
   return plan;

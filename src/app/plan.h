@@ -1,9 +1,11 @@
 // The physical plan: the graph cut at every group-by into sub-topologies, each run as one task
 // per partition of its input (as Kafka Streams does).
 //
-// A sub-topology is rooted at a source step (its tasks read the source's partitions) or at a
-// group-by step (its tasks read that step's repartition topic). The group-by step itself runs
-// in the upstream sub-topology, where it writes the repartition topic.
+// A sub-topology has one input, or several when a multi-input step (a join) joins the chains
+// that lead to it. An input is a source step (the task reads the source's partition) or a
+// group-by step (the task reads that step's repartition topic). The group-by step itself runs
+// in the upstream sub-topology, where it writes the repartition topic. The inputs of one
+// sub-topology are co-partitioned: task p reads partition p of each.
 #pragma once
 
 #include <cstdint>
@@ -18,16 +20,20 @@
 
 namespace weir::app {
 
+struct SubTopologyInput {
+  int root_step = 0;
+  std::string topic;          // the source topic or the repartition topic; empty otherwise
+  std::vector<int> upstream;  // sub-topologies writing `topic` (repartition only)
+  bool from_repartition() const { return !upstream.empty(); }
+};
+
 struct SubTopology {
   int index = 0;
-  int root_step = 0;
   int32_t partitions = 1;
-  std::string input_topic;    // the source topic or the repartition topic; empty otherwise
-  std::vector<int> upstream;  // sub-topologies writing input_topic (repartition only)
-  std::vector<int> steps;     // the steps its tasks run after the root, in graph order
+  std::vector<SubTopologyInput> inputs;  // in the order of their root steps
+  std::vector<int> steps;                // the steps its tasks run after the roots, in graph order
   std::vector<std::string> stateful_steps;
   std::string dead_letter_topic;
-  bool from_repartition() const { return !upstream.empty(); }
 };
 
 struct Plan {

@@ -88,10 +88,12 @@ Status Runtime::Setup() {
     end_of_input_[topic] = std::make_unique<std::atomic<bool>>(false);
   }
   for (const SubTopology& sub : plan_.subtopologies) {
-    const dataflow::Step& root = graph_.steps[sub.root_step];
-    if (root.kind == dataflow::StepKind::kGeneratorSource) {
-      generator_models_[sub.root_step] =
-          std::make_shared<dataflow::ClickstreamModel>(root.generator);
+    for (const SubTopologyInput& input : sub.inputs) {
+      const dataflow::Step& root = graph_.steps[input.root_step];
+      if (root.kind == dataflow::StepKind::kGeneratorSource) {
+        generator_models_[input.root_step] =
+            std::make_shared<dataflow::ClickstreamModel>(root.generator);
+      }
     }
   }
   for (const SubTopology& sub : plan_.subtopologies) {
@@ -185,10 +187,8 @@ void Runtime::Stop() {
 
 int64_t Runtime::SourceRecords() const {
   int64_t n = 0;
-  for (const auto& task : tasks_) {
-    // Records read from repartition topics were counted when the application first read them.
-    if (!task->subtopology().from_repartition()) n += task->records_in();
-  }
+  // Records read from repartition topics were counted when the application first read them.
+  for (const auto& task : tasks_) n += task->source_records_in();
   return n;
 }
 
@@ -263,14 +263,16 @@ Status Runtime::Checkpoint() {
   // whose every upstream task had finished when the workers parked.
   std::vector<std::string> ending;
   for (const SubTopology& sub : plan_.subtopologies) {
-    if (!sub.from_repartition() || end_of_input_.at(sub.input_topic)->load()) continue;
-    bool upstream_done = true;
-    for (const auto& task : tasks_) {
-      bool is_upstream = std::find(sub.upstream.begin(), sub.upstream.end(),
-                                   task->subtopology().index) != sub.upstream.end();
-      if (is_upstream && !task->finished()) upstream_done = false;
+    for (const SubTopologyInput& input : sub.inputs) {
+      if (!input.from_repartition() || end_of_input_.at(input.topic)->load()) continue;
+      bool upstream_done = true;
+      for (const auto& task : tasks_) {
+        bool is_upstream = std::find(input.upstream.begin(), input.upstream.end(),
+                                     task->subtopology().index) != input.upstream.end();
+        if (is_upstream && !task->finished()) upstream_done = false;
+      }
+      if (upstream_done) ending.push_back(input.topic);
     }
-    if (upstream_done) ending.push_back(sub.input_topic);
   }
 
   CheckpointManifest next = manifest_;
@@ -380,6 +382,8 @@ Result<RunSummary> Runtime::Run() {
     summary.dead_letters += task->dead_letters();
     summary.late += task->late();
     summary.window_expiry_visits += task->expiry_visits();
+    summary.join_evicted += task->evicted();
+    summary.redelivered += task->redelivered();
   }
   summary.checkpoints = checkpoints_taken_;
   summary.cpu_seconds = ProcessCpuSeconds() - cpu_start;

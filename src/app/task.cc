@@ -1,6 +1,8 @@
 #include "app/task.h"
 
+#include <algorithm>
 #include <charconv>
+#include <tuple>
 
 #include "app/manifest.h"
 #include "app/runtime.h"
@@ -14,6 +16,13 @@ constexpr size_t kPrefetchNear = 8;
 constexpr std::string_view kMetaSource = "source_position";
 constexpr std::string_view kMetaWatermark = "watermark";
 constexpr std::string_view kMetaCheckpoint = "checkpoint";
+constexpr std::string_view kMetaHeld = "held_deliveries";
+
+// Input 0's position keeps the name it had before tasks had several inputs.
+std::string SourcePositionMeta(size_t input) {
+  return input == 0 ? std::string(kMetaSource)
+                    : std::string(kMetaSource) + "." + std::to_string(input);
+}
 
 // Forwards the source's records to the first steps of the sub-topology.
 class RootOperator : public dataflow::Operator {
@@ -66,49 +75,69 @@ Status Task::Open(int64_t checkpoint) {
     }
   }
 
-  WEIR_ASSIGN_OR_RETURN(source_, OpenSource());
-  WEIR_ASSIGN_OR_RETURN(std::optional<std::string> position, store_->GetMeta(kMetaSource));
-  if (position) WEIR_RETURN_IF_ERROR(source_->RestorePosition(*position));
+  const dataflow::Graph& graph = runtime_.graph();
+  std::map<int, dataflow::Operator*> by_step;
+  inputs_.resize(sub_.inputs.size());
+  for (size_t i = 0; i < sub_.inputs.size(); ++i) {
+    Input& input = inputs_[i];
+    input.from_repartition = sub_.inputs[i].from_repartition();
+    WEIR_ASSIGN_OR_RETURN(input.source, OpenSource(sub_.inputs[i]));
+    WEIR_ASSIGN_OR_RETURN(std::optional<std::string> position,
+                          store_->GetMeta(SourcePositionMeta(i)));
+    if (position) WEIR_RETURN_IF_ERROR(input.source->RestorePosition(*position));
+    input.root = std::make_unique<RootOperator>();
+    by_step[sub_.inputs[i].root_step] = input.root.get();
+  }
   WEIR_ASSIGN_OR_RETURN(std::optional<std::string> watermark, store_->GetMeta(kMetaWatermark));
   if (watermark) {
     WEIR_ASSIGN_OR_RETURN(int64_t wm, ParseInt(*watermark, "watermark"));
     watermark_ = Watermark(wm);
   }
+  WEIR_ASSIGN_OR_RETURN(std::optional<std::string> held, store_->GetMeta(kMetaHeld));
+  if (held) WEIR_RETURN_IF_ERROR(RestoreHeld(*held));
 
-  // Operators for the sub-topology's steps, linked as the graph links them.
-  const dataflow::Graph& graph = runtime_.graph();
-  root_ = std::make_unique<RootOperator>();
-  std::map<int, dataflow::Operator*> by_step;
-  by_step[sub_.root_step] = root_.get();
+  // Operators for the sub-topology's steps, linked as the graph links them; a multi-input
+  // step is linked to each parent through a port.
   for (int step_id : sub_.steps) {
     const dataflow::Step& step = graph.steps[step_id];
     WEIR_ASSIGN_OR_RETURN(std::unique_ptr<dataflow::Operator> op,
                           dataflow::MakeOperator(step, runtime_.owner(), *this));
+    dataflow::Operator* created = op.get();
     operators_.push_back(std::move(op));
-    by_step[step_id] = operators_.back().get();
-    by_step.at(step.parent)->AddChild(operators_.back().get());
+    by_step[step_id] = created;
+    if (!dataflow::IsMultiInput(step.kind)) {
+      by_step.at(step.parent)->AddChild(created);
+      continue;
+    }
+    auto& multi = static_cast<dataflow::MultiInputOperator&>(*created);
+    for (size_t k = 0; k < step.parents.size(); ++k) {
+      operators_.push_back(dataflow::MakeInputPort(multi, static_cast<int>(k)));
+      by_step.at(step.parents[k])->AddChild(operators_.back().get());
+    }
   }
   // Writers for the dead letters exist from the start so that a source can use them.
   TopicOutput(sub_.dead_letter_topic);
   return Status::OK();
 }
 
-Result<std::unique_ptr<dataflow::Source>> Task::OpenSource() {
-  const dataflow::Step& root = runtime_.graph().steps[sub_.root_step];
+Result<std::unique_ptr<dataflow::Source>> Task::OpenSource(const SubTopologyInput& input) {
+  const dataflow::Step& root = runtime_.graph().steps[input.root_step];
   switch (root.kind) {
     case dataflow::StepKind::kFileSource:
       return dataflow::OpenFileSource(root.file_source);
     case dataflow::StepKind::kTopicSource:
-      idle_timeout_ = root.topic_source.idle_timeout;
+      idle_timeout_ = std::max(idle_timeout_, root.topic_source.idle_timeout);
       return dataflow::OpenTopicSource(runtime_.log(), root.topic_source, partition_);
     case dataflow::StepKind::kGeneratorSource:
-      return dataflow::OpenGeneratorSource(runtime_.GeneratorModel(sub_.root_step), partition_,
+      return dataflow::OpenGeneratorSource(runtime_.GeneratorModel(input.root_step), partition_,
                                            root.generator.max_rate);
+    case dataflow::StepKind::kJetStreamSource:
+      return Status::FailedPrecondition("JetStream sources: in progress");
     case dataflow::StepKind::kGroupBy: {
       TopicSourceOptions options;
-      options.topic = sub_.input_topic;
+      options.topic = input.topic;
       return dataflow::OpenTopicSource(runtime_.log(), options, partition_,
-                                       runtime_.EndOfInput(sub_.input_topic));
+                                       runtime_.EndOfInput(input.topic));
     }
     default:
       return Status::Internal("sub-topology rooted at step " + root.name);
@@ -117,41 +146,208 @@ Result<std::unique_ptr<dataflow::Source>> Task::OpenSource() {
 
 Result<bool> Task::RunBatch() {
   if (finished_) return false;
-  batch_.Clear();
-  WEIR_ASSIGN_OR_RETURN(dataflow::PollResult polled, source_->Poll(kBatchRecords, batch_, *this));
   Watermark before = watermark_;
-  const size_t n = batch_.records.size();
-  for (size_t i = 0; i < n; ++i) {
-    // Announce records ahead so that stateful steps' cache misses overlap (see Prefetch).
-    if (i + kPrefetchFar < n) root_->Prefetch(batch_.records[i + kPrefetchFar], 0);
-    if (i + kPrefetchNear < n) root_->Prefetch(batch_.records[i + kPrefetchNear], 1);
-    Record& record = batch_.records[i];
-    current_position_ = batch_.positions[i];
-    watermark_ = watermark_.Advance(record.timestamp);
-    root_->Process(std::move(record));
-  }
-  records_in_ += static_cast<int64_t>(batch_.records.size());
-  runtime_.CountRecords(static_cast<int64_t>(batch_.records.size()));
-  if (!batch_.records.empty()) {
+  const bool redelivered = !redeliveries_.empty();
+  if (redelivered) WEIR_RETURN_IF_ERROR(ProcessRedeliveries());
+  bool all_ended = true;
+  WEIR_ASSIGN_OR_RETURN(bool processed, ProcessInputs(all_ended));
+  if (processed) {
     last_input_ = std::chrono::steady_clock::now();
     watermark_at_last_input_ = watermark_;
-  } else if (polled == dataflow::PollResult::kIdle) {
+  } else if (!all_ended) {
     AdvanceIdleWatermark();
   }
-  if (polled == dataflow::PollResult::kEnd) {
+  if (all_ended) {
     // Bounded input has ended: every event time is now complete (as Flink does for bounded
-    // sources), so every window may close.
+    // sources), so every window may close and every join group settles.
     watermark_ = Watermark::Max();
   }
-  if (watermark_ != before) root_->OnWatermark(watermark_);
-  WEIR_RETURN_IF_ERROR(root_->TakeError().WithContext("task " + id_));
+  // A drain that asked for redeliveries (a nak at the end of input) is drained again.
+  if (watermark_ != before || (all_ended && redelivered)) {
+    for (Input& input : inputs_) input.root->OnWatermark(watermark_);
+  }
+  for (Input& input : inputs_) {
+    WEIR_RETURN_IF_ERROR(input.root->TakeError().WithContext("task " + id_));
+  }
   WEIR_RETURN_IF_ERROR(FlushOutputs());
-  if (polled == dataflow::PollResult::kEnd) {
+  if (all_ended && redeliveries_.empty()) {
     finished_ = true;
     runtime_.NotifyTaskFinished();
     return true;
   }
-  return polled == dataflow::PollResult::kRecords;
+  return processed || redelivered;
+}
+
+Result<bool> Task::ProcessInputs(bool& all_ended) {
+  const size_t n = inputs_.size();
+  std::vector<bool> polled(n, false);
+  std::vector<bool> idle(n, false);
+  size_t processed = 0;
+  while (processed < kBatchRecords) {
+    // Refill every input whose batch is used up. An input already refilled in this call stops
+    // the merge instead: its next record may be earlier than the others' (the next call goes
+    // on). An idle input holds nobody back.
+    bool wait_for_refill = false;
+    for (size_t i = 0; i < n; ++i) {
+      Input& input = inputs_[i];
+      if (input.ended || idle[i] || input.next < input.batch.records.size()) continue;
+      if (polled[i]) {
+        wait_for_refill = true;
+        break;
+      }
+      polled[i] = true;
+      input.batch.Clear();
+      input.next = 0;
+      current_input_ = static_cast<int32_t>(i);
+      WEIR_ASSIGN_OR_RETURN(dataflow::PollResult result,
+                            input.source->Poll(kBatchRecords, input.batch, *this));
+      if (result == dataflow::PollResult::kEnd) {
+        input.ended = true;
+        if (n > 1) input.root->OnInputEnd();
+      } else if (input.batch.records.empty()) {
+        idle[i] = true;
+      }
+    }
+    if (wait_for_refill) break;
+    // The input whose next record is earliest in event time (ties: the first input).
+    size_t chosen = n;
+    for (size_t i = 0; i < n; ++i) {
+      const Input& input = inputs_[i];
+      if (input.next >= input.batch.records.size()) continue;
+      if (chosen == n || input.batch.records[input.next].timestamp <
+                             inputs_[chosen].batch.records[inputs_[chosen].next].timestamp) {
+        chosen = i;
+      }
+    }
+    if (chosen == n) break;
+    Input& input = inputs_[chosen];
+    // Announce records ahead so that stateful steps' cache misses overlap (see Prefetch).
+    const size_t size = input.batch.records.size();
+    if (input.next + kPrefetchFar < size)
+      input.root->Prefetch(input.batch.records[input.next + kPrefetchFar], 0);
+    if (input.next + kPrefetchNear < size)
+      input.root->Prefetch(input.batch.records[input.next + kPrefetchNear], 1);
+    current_input_ = static_cast<int32_t>(chosen);
+    ProcessRecord(input, input.batch, input.next++, 1);
+    ++input.records_in;
+    ++processed;
+  }
+  records_in_ += static_cast<int64_t>(processed);
+  runtime_.CountRecords(static_cast<int64_t>(processed));
+  all_ended = true;
+  for (const Input& input : inputs_) all_ended &= input.ended;
+  return processed > 0;
+}
+
+void Task::ProcessRecord(Input& input, dataflow::SourceBatch& batch, size_t index,
+                         int32_t deliveries) {
+  current_position_ = batch.positions[index];
+  current_token_ = batch.reread_tokens.empty() ? current_position_ : batch.reread_tokens[index];
+  current_identity_ = batch.identities.empty() ? current_position_ : batch.identities[index];
+  current_deliveries_ = deliveries;
+  current_held_ = false;
+  Record& record = batch.records[index];
+  watermark_ = watermark_.Advance(record.timestamp);
+  input.root->Process(std::move(record));
+  if (!current_held_ && input.source->RedeliversItself()) {
+    input.source->Resolve(current_position_, Resolution::kAck);
+  }
+}
+
+Delivery Task::HoldCurrent() {
+  current_held_ = true;
+  if (!inputs_[current_input_].source->RedeliversItself()) {
+    held_[HeldKey(current_input_, current_position_)] = {current_token_, current_deliveries_};
+  }
+  return {current_input_, current_position_, current_identity_, current_deliveries_};
+}
+
+void Task::Resolve(const Delivery& delivery, Resolution resolution) {
+  dataflow::Source& source = *inputs_[delivery.input].source;
+  if (source.RedeliversItself()) {
+    source.Resolve(delivery.position, resolution);
+    return;
+  }
+  auto it = held_.find(HeldKey(delivery.input, delivery.position));
+  if (it == held_.end()) return;
+  if (resolution == Resolution::kNak) {
+    redeliveries_.push_back(
+        {delivery.input, delivery.position, it->second.token, it->second.deliveries + 1});
+  }
+  held_.erase(it);
+}
+
+Status Task::ProcessRedeliveries() {
+  // Read them all, then feed them in event-time order (as the inputs are merged).
+  std::vector<Redelivery> due = std::move(redeliveries_);
+  redeliveries_.clear();
+  std::vector<dataflow::SourceBatch> batches(inputs_.size());
+  std::vector<std::vector<int32_t>> deliveries(inputs_.size());
+  std::vector<std::tuple<EventTime, int32_t, size_t>> order;  // time, input, index
+  for (const Redelivery& r : due) {
+    WEIR_ASSIGN_OR_RETURN(Record record, inputs_[r.input].source->Reread(r.position, r.token));
+    dataflow::SourceBatch& batch = batches[r.input];
+    order.emplace_back(record.timestamp, r.input, batch.records.size());
+    batch.records.push_back(std::move(record));
+    batch.positions.push_back(r.position);
+    batch.reread_tokens.push_back(r.token);
+    deliveries[r.input].push_back(r.deliveries);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+  for (const auto& [time, input, index] : order) {
+    current_input_ = input;
+    ProcessRecord(inputs_[input], batches[input], index, deliveries[input][index]);
+  }
+  redelivered_ += static_cast<int64_t>(due.size());
+  return Status::OK();
+}
+
+std::string Task::SaveHeld() const {
+  // "input:position:token:deliveries" per delivery, comma-separated; those waiting for their
+  // redelivery count as held.
+  // Sorted, so that a restart redelivers them in one order whatever the hash table's.
+  std::vector<Redelivery> all(redeliveries_);
+  for (Redelivery& r : all) --r.deliveries;
+  for (const auto& [key, held] : held_) {
+    all.push_back({static_cast<int32_t>(key >> 56), static_cast<int64_t>(key & ((1ULL << 56) - 1)),
+                   held.token, held.deliveries});
+  }
+  std::sort(all.begin(), all.end(), [](const Redelivery& a, const Redelivery& b) {
+    return std::tie(a.input, a.position) < std::tie(b.input, b.position);
+  });
+  std::string out;
+  for (const Redelivery& r : all) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(r.input) + ':' + std::to_string(r.position) + ':' +
+           std::to_string(r.token) + ':' + std::to_string(r.deliveries);
+  }
+  return out;
+}
+
+Status Task::RestoreHeld(std::string_view saved) {
+  while (!saved.empty()) {
+    size_t comma = saved.find(',');
+    std::string_view entry = saved.substr(0, comma);
+    saved = comma == std::string_view::npos ? std::string_view() : saved.substr(comma + 1);
+    int64_t fields[4];
+    for (int64_t& field : fields) {
+      size_t colon = entry.find(':');
+      std::string_view text = entry.substr(0, colon);
+      auto r = std::from_chars(text.data(), text.data() + text.size(), field);
+      if (r.ec != std::errc() || r.ptr != text.data() + text.size()) {
+        return Status::Corruption("task " + id_ + ": bad held delivery in its state");
+      }
+      entry = colon == std::string_view::npos ? std::string_view() : entry.substr(colon + 1);
+    }
+    if (fields[0] < 0 || fields[0] >= static_cast<int64_t>(inputs_.size())) {
+      return Status::Corruption("task " + id_ + ": held delivery of an unknown input");
+    }
+    // Delivered again after the restart.
+    redeliveries_.push_back({static_cast<int32_t>(fields[0]), fields[1], fields[2],
+                             static_cast<int32_t>(fields[3]) + 1});
+  }
+  return Status::OK();
 }
 
 void Task::AdvanceIdleWatermark() {
@@ -173,16 +369,33 @@ Status Task::FlushOutputs() {
 }
 
 Status Task::Prepare(int64_t checkpoint) {
-  store_->PutMeta(kMetaSource, source_->SavePosition());
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    store_->PutMeta(SourcePositionMeta(i), inputs_[i].source->SavePosition());
+  }
+  store_->PutMeta(kMetaHeld, SaveHeld());
   store_->PutMeta(kMetaWatermark, std::to_string(watermark_.value()));
   store_->PutMeta(kMetaCheckpoint, std::to_string(checkpoint));
   return store_->Prepare(CheckpointManifest::TransactionName(checkpoint))
       .WithContext("task " + id_ + " checkpoint");
 }
 
-Status Task::Commit() { return store_->Commit().WithContext("task " + id_ + " commit"); }
+Status Task::Commit() {
+  WEIR_RETURN_IF_ERROR(store_->Commit().WithContext("task " + id_ + " commit"));
+  for (Input& input : inputs_) {
+    WEIR_RETURN_IF_ERROR(input.source->OnCheckpointCommitted().WithContext("task " + id_));
+  }
+  return Status::OK();
+}
 
 Status Task::Rollback() { return store_->Rollback().WithContext("task " + id_ + " rollback"); }
+
+int64_t Task::source_records_in() const {
+  int64_t n = 0;
+  for (const Input& input : inputs_) {
+    if (!input.from_repartition) n += input.records_in;
+  }
+  return n;
+}
 
 int64_t Task::records_out() const {
   int64_t n = 0;
@@ -229,19 +442,25 @@ dataflow::LineWriter& Task::StdoutOutput() {
 }
 
 void Task::DeadLetter(std::string_view reason, const Record& record) {
-  Record dead{record.key,
-              dataflow::MakeDeadLetterValue(reason, source_->Describe(),
-                                            source_->PositionValue(current_position_),
-                                            record.value.ToJson()),
-              record.timestamp,
-              {}};
+  DeadLetterHeld(reason, record, {current_input_, current_position_, current_identity_, 1});
+}
+
+void Task::DeadLetterHeld(std::string_view reason, const Record& record, const Delivery& delivery) {
+  const dataflow::Source& source = *inputs_[delivery.input].source;
+  Record dead{
+      record.key,
+      dataflow::MakeDeadLetterValue(reason, source.Describe(),
+                                    source.PositionValue(delivery.position), record.value.ToJson()),
+      record.timestamp,
+      {}};
   TopicOutput(sub_.dead_letter_topic).WriteTo(PartitionId(0), dead);
   ++dead_letters_;
 }
 
 void Task::RawDeadLetter(std::string_view reason, Value position, std::string_view raw) {
   Record dead{Key(),
-              dataflow::MakeDeadLetterValue(reason, source_->Describe(), std::move(position), raw),
+              dataflow::MakeDeadLetterValue(reason, inputs_[current_input_].source->Describe(),
+                                            std::move(position), raw),
               EventTime(WallClockMs()),
               {}};
   TopicOutput(sub_.dead_letter_topic).WriteTo(PartitionId(0), dead);

@@ -1,15 +1,18 @@
-// Task: one sub-topology on one input partition: a source, the operators after it, the
-// partition's state store and output buffers.
+// Task: one sub-topology on one input partition: its sources (one per input; a join's inputs
+// are read merged in event-time order), the operators after them, the partition's state store
+// and output buffers, and the deliveries its steps hold (DESIGN.md §7).
 //
 // Threads: a task runs on one worker thread. The coordinator calls Prepare/Commit/Rollback
 // only while that worker is parked (the park/resume handshake orders the accesses).
-// Durability: Prepare puts the source position and the watermark into the store's meta next to
-// the state, so they commit together.
+// Durability: Prepare puts the source positions, the held deliveries and the watermark into the
+// store's meta next to the state, so they commit together. A restarted task delivers the held
+// records again (read from their sources) before anything new.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "app/plan.h"
@@ -43,6 +46,10 @@ class Task : public dataflow::TaskContext {
   Status Rollback();
 
   int64_t records_in() const { return records_in_; }
+  // Records read from sources, not from repartition topics (counted once per application).
+  int64_t source_records_in() const;
+  int64_t redelivered() const { return redelivered_; }
+  int64_t evicted() const { return evicted_; }
   int64_t dead_letters() const { return dead_letters_; }
   int64_t late() const { return late_; }
   int64_t expiry_visits() const { return expiry_visits_; }
@@ -54,13 +61,49 @@ class Task : public dataflow::TaskContext {
   dataflow::LineWriter& FileOutput(std::string_view path) override;
   dataflow::LineWriter& StdoutOutput() override;
   void DeadLetter(std::string_view reason, const Record& record) override;
+  void DeadLetterHeld(std::string_view reason, const Record& record,
+                      const Delivery& delivery) override;
   void RawDeadLetter(std::string_view reason, Value position, std::string_view raw) override;
   void CountLate() override { ++late_; }
   void CountExpiryVisits(int64_t visits) override { expiry_visits_ += visits; }
   Watermark watermark() const override { return watermark_; }
+  Delivery HoldCurrent() override;
+  void Resolve(const Delivery& delivery, Resolution resolution) override;
+  void CountEvicted() override { ++evicted_; }
 
  private:
-  Result<std::unique_ptr<dataflow::Source>> OpenSource();
+  // One input of the sub-topology: its source, the operator its records enter by, and the
+  // batch being merged.
+  struct Input {
+    std::unique_ptr<dataflow::Source> source;
+    std::unique_ptr<dataflow::Operator> root;
+    dataflow::SourceBatch batch;
+    size_t next = 0;  // the next record of `batch` to process
+    bool ended = false;
+    bool from_repartition = false;
+    int64_t records_in = 0;
+  };
+  // A record to deliver again: where it is, and how many times it was delivered.
+  struct Redelivery {
+    int32_t input;
+    int64_t position;
+    int64_t token;
+    int32_t deliveries;
+  };
+  struct Held {
+    int64_t token;
+    int32_t deliveries;
+  };
+
+  Result<std::unique_ptr<dataflow::Source>> OpenSource(const SubTopologyInput& input);
+  // Merges the inputs' batches in event-time order, up to kBatchRecords records; returns
+  // whether any came.
+  Result<bool> ProcessInputs(bool& all_ended);
+  void ProcessRecord(Input& input, dataflow::SourceBatch& batch, size_t index, int32_t deliveries);
+  // Feeds the records to deliver again (after a nak, or held when the last run stopped).
+  Status ProcessRedeliveries();
+  std::string SaveHeld() const;
+  Status RestoreHeld(std::string_view saved);
   // A quiet partition's watermark follows the wall clock once idle_timeout_ has passed.
   void AdvanceIdleWatermark();
   Status FlushOutputs();
@@ -70,20 +113,32 @@ class Task : public dataflow::TaskContext {
   PartitionId partition_;
   std::string id_;
   std::unique_ptr<state::TaskStore> store_;
-  std::unique_ptr<dataflow::Source> source_;
-  // The root forwards source records to the sub-topology's first steps.
-  std::unique_ptr<dataflow::Operator> root_;
+  std::vector<Input> inputs_;
   std::vector<std::unique_ptr<dataflow::Operator>> operators_;
+  // The record being processed.
+  int32_t current_input_ = 0;
+  int64_t current_position_ = 0;
+  int64_t current_token_ = 0;
+  int64_t current_identity_ = 0;
+  int32_t current_deliveries_ = 1;
+  bool current_held_ = false;
+  // Held deliveries of inputs the task redelivers, by (input, position); and those to deliver
+  // again. Deliveries of inputs that redeliver themselves are tracked by their sources.
+  static uint64_t HeldKey(int32_t input, int64_t position) {
+    return (static_cast<uint64_t>(input) << 56) ^ static_cast<uint64_t>(position);
+  }
+  std::unordered_map<uint64_t, Held> held_;
+  std::vector<Redelivery> redeliveries_;
   std::map<std::string, std::unique_ptr<dataflow::TopicWriter>, std::less<>> topic_writers_;
   std::map<std::string, std::unique_ptr<dataflow::LineWriter>, std::less<>> line_writers_;
-  dataflow::SourceBatch batch_;
   Watermark watermark_ = Watermark::Min();
   // Idle close (TopicSourceOptions::idle_timeout): when input last came, and the watermark then.
   std::chrono::milliseconds idle_timeout_{0};
   std::chrono::steady_clock::time_point last_input_ = std::chrono::steady_clock::now();
   Watermark watermark_at_last_input_ = Watermark::Min();
-  int64_t current_position_ = 0;
   int64_t records_in_ = 0;
+  int64_t redelivered_ = 0;
+  int64_t evicted_ = 0;
   int64_t dead_letters_ = 0;
   int64_t late_ = 0;
   int64_t expiry_visits_ = 0;

@@ -12,6 +12,8 @@ std::string_view StepKindName(StepKind kind) {
       return "topic-source";
     case StepKind::kGeneratorSource:
       return "generator";
+    case StepKind::kJetStreamSource:
+      return "jetstream-source";
     case StepKind::kMap:
       return "map";
     case StepKind::kFilter:
@@ -28,6 +30,12 @@ std::string_view StepKindName(StepKind kind) {
       return "aggregate";
     case StepKind::kWindow:
       return "window";
+    case StepKind::kJoin:
+      return "join";
+    case StepKind::kIntervalJoin:
+      return "interval-join";
+    case StepKind::kAsOfJoin:
+      return "asof-join";
     case StepKind::kTopicSink:
       return "to-topic";
     case StepKind::kFileSink:
@@ -40,7 +48,7 @@ std::string_view StepKindName(StepKind kind) {
 
 bool IsSource(StepKind kind) {
   return kind == StepKind::kFileSource || kind == StepKind::kTopicSource ||
-         kind == StepKind::kGeneratorSource;
+         kind == StepKind::kGeneratorSource || kind == StepKind::kJetStreamSource;
 }
 
 bool IsSink(StepKind kind) {
@@ -50,12 +58,19 @@ bool IsSink(StepKind kind) {
 
 bool IsStateful(StepKind kind) {
   return kind == StepKind::kApply || kind == StepKind::kUpdate || kind == StepKind::kAggregate ||
-         kind == StepKind::kWindow;
+         kind == StepKind::kWindow || kind == StepKind::kJoin || kind == StepKind::kIntervalJoin ||
+         kind == StepKind::kAsOfJoin;
+}
+
+bool IsMultiInput(StepKind kind) {
+  return kind == StepKind::kJoin || kind == StepKind::kIntervalJoin || kind == StepKind::kAsOfJoin;
 }
 
 std::string Step::Describe() const {
   std::string d =
       std::string(StepKindName(kind)) + " " + name + " parent=" + std::to_string(parent);
+  for (size_t i = 1; i < parents.size(); ++i) d += "," + std::to_string(parents[i]);
+  for (const std::string& input : input_names) d += " input=" + input;
   switch (kind) {
     case StepKind::kFileSource:
       d += " key=" + file_source.key.field + ":" + std::string(KeySerdeName(file_source.key.type)) +
@@ -72,6 +87,23 @@ std::string Step::Describe() const {
            " active=" + std::to_string(generator.active_fraction) +
            " disorder=" + std::to_string(generator.max_out_of_order_ms) +
            " start=" + std::to_string(generator.start_time_ms);
+      break;
+    case StepKind::kJetStreamSource:
+      d += " stream=" + jetstream_source.stream + " subject=" + jetstream_source.subject +
+           " durable=" + jetstream_source.durable + " key=" + jetstream_source.key.field +
+           " ts=" + jetstream_source.timestamp_field;
+      break;
+    case StepKind::kJoin:
+      // Tolerance, timeouts, quorum and caps may change across a restart (pending groups are
+      // held deliveries, reassembled from their sources); the mode and the inputs may not.
+      d += std::string(" mode=") + (join->mode == JoinMode::kTrace ? "trace" : "time") +
+           " trace_field=" + join->trace_field;
+      for (const auto& [input, window] : join->collect) d += " collect=" + input;
+      break;
+    case StepKind::kIntervalJoin:
+      d += " lower=" + std::to_string(interval_join->lower.count()) +
+           " upper=" + std::to_string(interval_join->upper.count()) +
+           (interval_join->left_outer ? " left" : " inner");
       break;
     case StepKind::kGroupBy:
       d += " field=" + group_by.field + ":" + std::string(KeySerdeName(group_by.type));
@@ -110,12 +142,13 @@ int Graph::Add(Step step) {
   int id = static_cast<int>(steps.size());
   if (step.name.empty())
     step.name = std::string(StepKindName(step.kind)) + "-" + std::to_string(id);
-  if (step.parent >= 0) {
-    if (IsSink(steps[step.parent].kind)) {
-      Fail("step '" + step.name + "' follows sink '" + steps[step.parent].name +
+  if (step.parents.empty() && step.parent >= 0) step.parents.push_back(step.parent);
+  for (int parent : step.parents) {
+    if (IsSink(steps[parent].kind)) {
+      Fail("step '" + step.name + "' follows sink '" + steps[parent].name +
            "': a sink ends its stream");
     }
-    steps[step.parent].children.push_back(id);
+    steps[parent].children.push_back(id);
   }
   steps.push_back(std::move(step));
   return id;

@@ -21,6 +21,7 @@ enum class StepKind {
   kFileSource,
   kTopicSource,
   kGeneratorSource,
+  kJetStreamSource,
   kMap,
   kFilter,
   kFlatMap,
@@ -29,6 +30,9 @@ enum class StepKind {
   kGroupBy,
   kAggregate,
   kWindow,
+  kJoin,
+  kIntervalJoin,
+  kAsOfJoin,
   kTopicSink,
   kFileSink,
   kStdoutSink,
@@ -39,6 +43,8 @@ bool IsSource(StepKind kind);
 bool IsSink(StepKind kind);
 // Steps with per-key state in the task's store.
 bool IsStateful(StepKind kind);
+// Steps with several parents (their inputs are numbered in the order of `parents`).
+bool IsMultiInput(StepKind kind);
 
 // A window step: what WindowedStream collected.
 struct WindowStep {
@@ -62,13 +68,17 @@ struct GroupBySpec {
 struct Step {
   StepKind kind;
   std::string name;  // user-given or "<kind>-<index>"; unique in the graph
-  int parent = -1;   // -1 for sources
+  int parent = -1;   // -1 for sources; parents[0] for multi-input steps
+  // Multi-input steps: every parent, in input order, and (joins) the name of each input.
+  std::vector<int> parents;
+  std::vector<std::string> input_names;
   std::vector<int> children;
 
   // The payload of the kind (only the member matching `kind` is set).
   FileSourceOptions file_source;
   TopicSourceOptions topic_source;
   GeneratorOptions generator;
+  JetStreamSourceOptions jetstream_source;
   std::function<Value(const Value&)> map;
   std::function<bool(const Value&)> filter;
   std::function<std::vector<Value>(const Value&)> flat_map;
@@ -77,6 +87,9 @@ struct Step {
   GroupBySpec group_by;
   std::vector<std::pair<std::string, AggregatorPtr>> aggregations;
   std::shared_ptr<const WindowStep> window;
+  std::shared_ptr<const JoinOptions> join;
+  std::shared_ptr<const IntervalJoinOptions> interval_join;
+  std::shared_ptr<const AsOfJoinOptions> asof_join;
   TopicSinkOptions topic_sink;
   std::string file_sink_path;
 

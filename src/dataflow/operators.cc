@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "dataflow/join_operator.h"
 #include "dataflow/window_operator.h"
 #include "state/key_encoding.h"
 #include "window/aggregations.h"
@@ -14,6 +15,33 @@ void Operator::OnWatermark(Watermark watermark) {
 
 void Operator::Prefetch(const Record& upcoming, int stage) {
   for (Operator* child : children_) child->Prefetch(upcoming, stage);
+}
+
+void Operator::OnInputEnd() {
+  for (Operator* child : children_) child->OnInputEnd();
+}
+
+namespace {
+class InputPort : public Operator {
+ public:
+  InputPort(MultiInputOperator& step, int input) : step_(step), input_(input) {
+    AddChild(&step);
+  }
+  void Process(Record&& record) override { step_.ProcessInput(input_, std::move(record)); }
+  void OnWatermark(Watermark watermark) override {
+    if (input_ == 0) step_.OnWatermark(watermark);
+  }
+  void Prefetch(const Record&, int) override {}
+  void OnInputEnd() override { step_.OnInputEnded(input_); }
+
+ private:
+  MultiInputOperator& step_;
+  int input_;
+};
+}  // namespace
+
+std::unique_ptr<Operator> MakeInputPort(MultiInputOperator& step, int input) {
+  return std::make_unique<InputPort>(step, input);
 }
 
 Status Operator::TakeError() {
@@ -223,6 +251,10 @@ std::unique_ptr<Operator> MakeStatelessOrKeyedOperator(const Step& step,
     case StepKind::kFileSource:
     case StepKind::kTopicSource:
     case StepKind::kGeneratorSource:
+    case StepKind::kJetStreamSource:
+    case StepKind::kJoin:
+    case StepKind::kIntervalJoin:
+    case StepKind::kAsOfJoin:
       break;
   }
   return nullptr;
@@ -233,6 +265,7 @@ std::unique_ptr<Operator> MakeStatelessOrKeyedOperator(const Step& step,
 Result<std::unique_ptr<Operator>> MakeOperator(const Step& step, std::string_view application,
                                                TaskContext& ctx) {
   if (step.kind == StepKind::kWindow) return MakeWindowOperator(step, ctx);
+  if (step.kind == StepKind::kJoin) return MakeJoinOperator(step, ctx);
   std::unique_ptr<Operator> op = MakeStatelessOrKeyedOperator(step, application, ctx);
   if (op == nullptr) return Status::Internal("no operator for step " + step.name);
   return op;

@@ -31,6 +31,9 @@ class Operator {
   virtual void Prefetch(const Record& upcoming, int stage);
   // The first error a step hit in this batch (a state read, a failed output), or OK.
   Status TakeError();
+  // An input of the task has ended while others go on (its watermark is final). The default
+  // passes it on; a multi-input step learns which of its inputs it was.
+  virtual void OnInputEnd();
 
   void AddChild(Operator* child) { children_.push_back(child); }
 
@@ -44,6 +47,19 @@ class Operator {
   std::vector<Operator*> children_;
   Status error_;
 };
+
+// A step with several inputs (joins): each parent's records reach it through a port.
+class MultiInputOperator : public Operator {
+ public:
+  virtual void ProcessInput(int input, Record&& record) = 0;
+  // Every record of `input` has been processed and no more will come.
+  virtual void OnInputEnded(int input) { (void)input; }
+  void Process(Record&& record) override { ProcessInput(0, std::move(record)); }
+};
+
+// The child a multi-input step's parent `input` forwards to. The task sends watermarks down
+// every input's chain; only input 0's port passes them on, so the step sees each once.
+std::unique_ptr<Operator> MakeInputPort(MultiInputOperator& step, int input);
 
 // Builds the operator of a non-source step of `application`. `ctx` outlives the operator.
 // Errors come from restoring a step's state.

@@ -55,6 +55,7 @@ class FileSource : public Source {
     size_t consumed = 0;  // lines, good or bad: a file of bad lines still advances in steps
     while (consumed < allowed) {
       std::string_view line;
+      const int64_t line_start = consumed_offset_;
       WEIR_ASSIGN_OR_RETURN(bool have, NextLine(line));
       if (!have) break;
       ++consumed;
@@ -68,8 +69,32 @@ class FileSource : public Source {
       }
       batch.records.push_back(std::move(record).value());
       batch.positions.push_back(line_number);
+      batch.reread_tokens.push_back(line_start);
     }
     return consumed > 0 ? PollResult::kRecords : PollResult::kEnd;
+  }
+
+  // `token`: the line's first byte.
+  Result<Record> Reread(int64_t line_number, int64_t token) override {
+    std::string line;
+    char chunk[4096];
+    for (int64_t at = token;;) {
+      ssize_t n = ::pread(fd_, chunk, sizeof chunk, at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Status::FromErrno(errno, "reading " + options_.path);
+      const void* nl = std::memchr(chunk, '\n', static_cast<size_t>(n));
+      size_t take = nl ? static_cast<const char*>(nl) - chunk : static_cast<size_t>(n);
+      line.append(chunk, take);
+      if (nl != nullptr || n == 0) break;
+      at += n;
+    }
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    auto record = DecodeJsonRecord(line, extraction_, Key(), EventTime(WallClockMs()));
+    if (!record.ok()) {
+      return Status::FailedPrecondition("input file " + options_.path + " changed: line " +
+                                        std::to_string(line_number) + " no longer parses");
+    }
+    return record;
   }
 
   std::string SavePosition() const override {
@@ -201,6 +226,17 @@ class TopicSource : public Source {
 
   std::string SavePosition() const override { return std::to_string(reader_.position().value()); }
 
+  Result<Record> Reread(int64_t offset, int64_t) override {
+    log::PartitionReader reader(partition_, Offset(offset));
+    auto records = reader.Next(1);
+    if (!records.ok()) return records.status().WithContext(Describe());
+    if (records->empty() || records->front().offset != Offset(offset)) {
+      return Status::NotFound(Describe() + ": offset " + std::to_string(offset) +
+                              " is no longer retained");
+    }
+    return Decode(records->front());
+  }
+
   Status RestorePosition(std::string_view saved) override {
     int64_t offset;
     auto r = std::from_chars(saved.data(), saved.data() + saved.size(), offset);
@@ -262,6 +298,10 @@ class GeneratorSource : public Source {
 
   std::string SavePosition() const override { return std::to_string(next_); }
 
+  Result<Record> Reread(int64_t sequence, int64_t) override {
+    return model_->EventAt(partition_, sequence);
+  }
+
   Status RestorePosition(std::string_view saved) override {
     auto r = std::from_chars(saved.data(), saved.data() + saved.size(), next_);
     if (r.ec != std::errc() || r.ptr != saved.data() + saved.size()) {
@@ -317,5 +357,15 @@ std::unique_ptr<Source> OpenGeneratorSource(std::shared_ptr<const ClickstreamMod
                                             PartitionId partition, double max_rate) {
   return std::make_unique<GeneratorSource>(std::move(model), partition, max_rate);
 }
+
+}  // namespace weir::dataflow
+
+namespace weir::dataflow {
+
+Result<Record> Source::Reread(int64_t, int64_t) {
+  return Status::FailedPrecondition(Describe() + " cannot read a record again");
+}
+
+void Source::Resolve(int64_t, Resolution) {}
 
 }  // namespace weir::dataflow

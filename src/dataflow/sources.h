@@ -33,9 +33,17 @@ enum class PollResult {
 struct SourceBatch {
   std::vector<Record> records;
   std::vector<int64_t> positions;  // per record: what PositionValue describes
+  // Per record, only from sources that fill them (else: the position):
+  // what Reread needs to read the record again (the file source: its first byte);
+  std::vector<int64_t> reread_tokens;
+  // the message's identity across redeliveries (JetStream: the stream sequence, while the
+  // position names one delivery).
+  std::vector<int64_t> identities;
   void Clear() {
     records.clear();
     positions.clear();
+    reread_tokens.clear();
+    identities.clear();
   }
 };
 
@@ -64,6 +72,25 @@ class Source {
   // Where a record came from, for dead letters: {"line": 12, "byte": 3456},
   // {"topic": "clicks", "partition": 3, "offset": 17}, {"partition": 0, "sequence": 5}.
   virtual Value PositionValue(int64_t position) const = 0;
+
+  // Delivery handles (DESIGN.md §7). A record is resolved (acknowledged) once the task has
+  // processed it, unless a step holds it; a held record is resolved when the step says so.
+  //
+  // Sources of the embedded kind (files, topics, the generator) are redelivered by the task:
+  // it reads a nak'd or still-held record again with Reread (after a restart too: the held
+  // records are saved with the checkpoint), so their positions commit as they are read.
+  // A broker source that redelivers by itself (JetStream) says so here, and gets every
+  // resolution through Resolve instead.
+  virtual bool RedeliversItself() const { return false; }
+  // The record at `position` again, as Poll made it (`token`: the batch's reread token).
+  // kFailedPrecondition for sources that redeliver themselves.
+  virtual Result<Record> Reread(int64_t position, int64_t token);
+  // REQUIRES: RedeliversItself(). A delivery Poll returned in this run, by its position.
+  // Records the task processed without holding them are resolved as kAck by the task.
+  virtual void Resolve(int64_t position, Resolution resolution);
+  // A checkpoint covering every acknowledgement resolved so far has committed: a broker source
+  // may now acknowledge them to the broker.
+  virtual Status OnCheckpointCommitted() { return Status::OK(); }
 };
 
 // JSON lines from a file (one partition). Ends at the end of the file.

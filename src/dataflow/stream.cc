@@ -182,3 +182,38 @@ Stream WindowedStream::Emit(bool final) {
 }
 
 }  // namespace weir
+
+namespace weir {
+
+namespace {
+dataflow::Step TwoInputStep(dataflow::Graph* graph, int left, dataflow::Graph* right_graph,
+                            int right, dataflow::StepKind kind, std::string name) {
+  if (right_graph != graph) graph->Fail("a join's two streams must belong to one application");
+  dataflow::Step s = StepAfter(left, kind, std::move(name));
+  s.parents = {left, right};
+  s.input_names = {"left", "right"};
+  return s;
+}
+}  // namespace
+
+Stream Stream::IntervalJoin(Stream right, IntervalJoinOptions options) {
+  if (options.lower.count() < 0 || options.upper.count() < 0 || options.grace.count() < 0) {
+    graph_->Fail("interval join: lower, upper and grace must be >= 0 ms");
+  }
+  dataflow::Step s = TwoInputStep(graph_, node_, right.graph_, right.node_,
+                                  dataflow::StepKind::kIntervalJoin, options.name);
+  s.interval_join = std::make_shared<const IntervalJoinOptions>(std::move(options));
+  return Stream(graph_, graph_->Add(std::move(s)));
+}
+
+Stream Stream::AsOfJoin(Stream right, AsOfJoinOptions options) {
+  if (options.lookback.count() < 0 || options.grace.count() < 0) {
+    graph_->Fail("as-of join: lookback and grace must be >= 0 ms");
+  }
+  dataflow::Step s = TwoInputStep(graph_, node_, right.graph_, right.node_,
+                                  dataflow::StepKind::kAsOfJoin, options.name);
+  s.asof_join = std::make_shared<const AsOfJoinOptions>(std::move(options));
+  return Stream(graph_, graph_->Add(std::move(s)));
+}
+
+}  // namespace weir

@@ -2,14 +2,19 @@
 // Implemented by app::Task. Every call is made on the task's thread.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
+#include "core/delivery.h"
 #include "dataflow/outputs.h"
 #include "state/task_store.h"
 #include "weir/record.h"
 #include "weir/types.h"
 
 namespace weir::dataflow {
+
+using weir::Delivery;
+using weir::Resolution;
 
 class TaskContext {
  public:
@@ -23,6 +28,9 @@ class TaskContext {
   // Sends the record being processed to the dead-letter topic, with the reason and the input
   // position it came from, and counts it.
   virtual void DeadLetter(std::string_view reason, const Record& record) = 0;
+  // The same for a record a step held, with the position it was delivered from.
+  virtual void DeadLetterHeld(std::string_view reason, const Record& record,
+                              const Delivery& delivery) = 0;
   // Sends input that never became a record (a malformed line) to the dead-letter topic: the
   // reason, where it was (`position`, e.g. {"line": 12}) and its raw bytes.
   virtual void RawDeadLetter(std::string_view reason, Value position, std::string_view raw) = 0;
@@ -32,6 +40,16 @@ class TaskContext {
   // that expiry's cost per record can be seen to stay flat as stored windows grow.
   virtual void CountExpiryVisits(int64_t visits) = 0;
   virtual Watermark watermark() const = 0;
+
+  // Keeps the record being processed unresolved (its position does not commit, a broker does
+  // not get its acknowledgement) until Resolve is called with the returned delivery.
+  virtual Delivery HoldCurrent() = 0;
+  // kAck: processed (commits with the next checkpoint); kNak: deliver it again (the task feeds
+  // it to the same input again, or the broker redelivers it); kTerm: never deliver it again.
+  // REQUIRES: `delivery` came from HoldCurrent and was not resolved yet.
+  virtual void Resolve(const Delivery& delivery, Resolution resolution) = 0;
+  // Counts a join group evicted (timeout below quorum, max_pending).
+  virtual void CountEvicted() = 0;
 };
 
 }  // namespace weir::dataflow

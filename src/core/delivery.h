@@ -1,0 +1,22 @@
+// Delivery handles (DESIGN.md §7): a record a step holds stays unresolved until the step
+// resolves it, so its source neither commits past it nor acknowledges it to a broker.
+#pragma once
+
+#include <cstdint>
+
+namespace weir {
+
+// What becomes of a delivery a step held: processed (may commit), deliver it again, or never
+// deliver it again.
+enum class Resolution { kAck, kNak, kTerm };
+
+// A record a step holds (DESIGN.md §7): which task input it came from, the delivery's position
+// there, the message's identity across redeliveries, and how many times it has been delivered.
+struct Delivery {
+  int32_t input = 0;
+  int64_t position = 0;
+  int64_t identity = 0;
+  int32_t deliveries = 1;
+};
+
+}  // namespace weir
