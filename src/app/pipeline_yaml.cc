@@ -9,6 +9,7 @@
 #include <set>
 
 #include "app/data_dir.h"
+#include "join/assembler.h"
 #include "weir/window.h"
 
 namespace weir::app {
@@ -630,6 +631,190 @@ Status BuildSink(Stream stream, const ConfigNode& sink, const std::string& base_
   return Status::OK();
 }
 
+// Named streams (`streams: {name: {source, steps}}`), for the inputs of a join.
+Result<std::map<std::string, Stream>> BuildNamedStreams(Application& app, const ConfigNode& node,
+                                                        const std::string& base_dir) {
+  if (!node.IsMap() || node.node().size() == 0) {
+    return node.Expected("a map of named streams, each {source, steps}");
+  }
+  std::map<std::string, Stream> streams;
+  for (const auto& [name, body] : node.Members()) {
+    WEIR_RETURN_IF_ERROR(body.OnlyKeys({"source", "steps"}));
+    WEIR_ASSIGN_OR_RETURN(ConfigNode source, body.Require("source", "where its records come from"));
+    WEIR_ASSIGN_OR_RETURN(Stream stream, BuildSource(app, source, base_dir));
+    if (auto steps = body.Get("steps")) {
+      if (!steps->IsSequence()) return steps->Expected("a list of steps");
+      for (const ConfigNode& step : steps->Items()) {
+        WEIR_ASSIGN_OR_RETURN(stream, BuildStep(stream, step, base_dir));
+      }
+    }
+    streams.emplace(name, stream);
+  }
+  return streams;
+}
+
+// The stream named by `node` among `streams`; every stream must be used exactly once.
+Result<Stream> UseStream(const ConfigNode& node, std::map<std::string, Stream>& streams,
+                         std::set<std::string>& used) {
+  WEIR_ASSIGN_OR_RETURN(std::string name, node.String());
+  auto it = streams.find(name);
+  if (it == streams.end()) {
+    std::string known;
+    for (const auto& [n, s] : streams) known += (known.empty() ? "" : ", ") + n;
+    return node.Error("unknown stream '" + name + "' (streams: " + known + ")");
+  }
+  if (!used.insert(name).second) return node.Error("stream '" + name + "' is used twice");
+  return it->second;
+}
+
+Result<std::chrono::milliseconds> Millis(const ConfigNode& node) {
+  WEIR_ASSIGN_OR_RETURN(int64_t ms, node.Int(0, INT64_MAX / 4));
+  return std::chrono::milliseconds(ms);
+}
+
+// `join: {parents: [...], mode: trace|time, ...}` (weir/join.h).
+Result<Stream> BuildJoin(Application& app, const ConfigNode& node,
+                         std::map<std::string, Stream>& streams, std::set<std::string>& used) {
+  WEIR_RETURN_IF_ERROR(node.OnlyKeys({"parents", "mode", "trace_field", "time_field",
+                                      "tolerance_ms", "timeout_ms", "quorum", "collect", "missing",
+                                      "max_pending", "collect_cap", "max_deliver", "dedup_ms"}));
+  WEIR_ASSIGN_OR_RETURN(ConfigNode parents, node.Require("parents", "the streams to join"));
+  if (!parents.IsSequence()) return parents.Expected("a list of stream names");
+  std::vector<std::pair<std::string, Stream>> inputs;
+  for (const ConfigNode& p : parents.Items()) {
+    WEIR_ASSIGN_OR_RETURN(Stream s, UseStream(p, streams, used));
+    inputs.emplace_back(p.node().Scalar(), s);
+  }
+  JoinOptions o;
+  if (auto m = node.Get("mode")) {
+    WEIR_ASSIGN_OR_RETURN(std::string mode, m->String());
+    if (mode != "trace" && mode != "time")
+      return m->Error("expected trace or time, found '" + mode + "'");
+    o.mode = mode == "trace" ? JoinMode::kTrace : JoinMode::kTime;
+  }
+  if (auto v = node.Get("trace_field")) {
+    WEIR_ASSIGN_OR_RETURN(o.trace_field, v->String());
+  }
+  if (auto v = node.Get("time_field")) {
+    WEIR_ASSIGN_OR_RETURN(o.time_field, v->String());
+  }
+  if (auto v = node.Get("tolerance_ms")) {
+    WEIR_ASSIGN_OR_RETURN(o.tolerance, Millis(*v));
+  }
+  if (auto v = node.Get("timeout_ms")) {
+    WEIR_ASSIGN_OR_RETURN(o.timeout, Millis(*v));
+  }
+  if (auto v = node.Get("dedup_ms")) {
+    WEIR_ASSIGN_OR_RETURN(o.dedup, Millis(*v));
+  }
+  if (auto v = node.Get("quorum")) {
+    WEIR_ASSIGN_OR_RETURN(int64_t q, v->Int(1, 1000));
+    o.quorum = static_cast<int>(q);
+  }
+  if (auto v = node.Get("max_pending")) {
+    WEIR_ASSIGN_OR_RETURN(o.max_pending, v->Int(1, INT64_MAX));
+  }
+  if (auto v = node.Get("collect_cap")) {
+    WEIR_ASSIGN_OR_RETURN(o.collect_cap, v->Int(1, INT64_MAX));
+  }
+  if (auto v = node.Get("max_deliver")) {
+    WEIR_ASSIGN_OR_RETURN(int64_t d, v->Int(1, 1000));
+    o.max_deliver = static_cast<int>(d);
+  }
+  if (auto v = node.Get("missing")) {
+    WEIR_ASSIGN_OR_RETURN(std::string missing, v->String());
+    if (missing != "drop" && missing != "error") {
+      return v->Error("expected drop or error, found '" + missing + "'");
+    }
+    o.missing = missing == "drop" ? MissingPolicy::kDrop : MissingPolicy::kError;
+  }
+  if (auto c = node.Get("collect")) {
+    if (!c->IsMap()) return c->Expected("a map of parent: window_ms");
+    for (const auto& [parent, window] : c->Members()) {
+      WEIR_ASSIGN_OR_RETURN(o.collect[parent], Millis(window));
+    }
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, s] : inputs) names.push_back(name);
+  if (Status valid = join::Validate(o, names); !valid.ok()) {
+    std::string_view message = valid.message();
+    if (message.starts_with("join: ")) message.remove_prefix(6);  // the path says it already
+    return node.Error(std::string(message));
+  }
+  return app.Join(std::move(inputs), std::move(o));
+}
+
+// `interval_join: {left, right, lower_ms, upper_ms, left_outer, grace_ms, late}` and
+// `asof_join: {left, right, lookback_ms, grace_ms, late}` (weir/join.h).
+Result<Stream> BuildTwoStreamJoin(const ConfigNode& node, bool interval,
+                                  std::map<std::string, Stream>& streams,
+                                  std::set<std::string>& used) {
+  if (interval) {
+    WEIR_RETURN_IF_ERROR(
+        node.OnlyKeys({"left", "right", "lower_ms", "upper_ms", "left_outer", "grace_ms", "late"}));
+  } else {
+    WEIR_RETURN_IF_ERROR(node.OnlyKeys({"left", "right", "lookback_ms", "grace_ms", "late"}));
+  }
+  WEIR_ASSIGN_OR_RETURN(ConfigNode left_name, node.Require("left", "the left stream's name"));
+  WEIR_ASSIGN_OR_RETURN(ConfigNode right_name, node.Require("right", "the right stream's name"));
+  WEIR_ASSIGN_OR_RETURN(Stream left, UseStream(left_name, streams, used));
+  WEIR_ASSIGN_OR_RETURN(Stream right, UseStream(right_name, streams, used));
+  std::chrono::milliseconds grace{0};
+  std::string late;
+  if (auto v = node.Get("grace_ms")) {
+    WEIR_ASSIGN_OR_RETURN(grace, Millis(*v));
+  }
+  if (auto v = node.Get("late")) {
+    WEIR_ASSIGN_OR_RETURN(late, v->String());
+  }
+  if (!interval) {
+    AsOfJoinOptions o{.grace = grace, .late_topic = late};
+    if (auto v = node.Get("lookback_ms")) {
+      WEIR_ASSIGN_OR_RETURN(o.lookback, Millis(*v));
+    }
+    return left.AsOfJoin(right, o);
+  }
+  IntervalJoinOptions o{.grace = grace, .late_topic = late};
+  if (auto v = node.Get("lower_ms")) {
+    WEIR_ASSIGN_OR_RETURN(o.lower, Millis(*v));
+  }
+  if (auto v = node.Get("upper_ms")) {
+    WEIR_ASSIGN_OR_RETURN(o.upper, Millis(*v));
+  }
+  if (auto v = node.Get("left_outer")) {
+    WEIR_ASSIGN_OR_RETURN(o.left_outer, v->Bool());
+  }
+  return left.IntervalJoin(right, o);
+}
+
+// Where the pipeline's main stream starts: its source, or a join of named streams.
+Result<Stream> BuildStart(Application& app, const ConfigNode& top, const std::string& base_dir) {
+  static const char* kStarts[] = {"source", "join", "interval_join", "asof_join"};
+  int starts = 0;
+  for (const char* s : kStarts) starts += top.Get(s) ? 1 : 0;
+  if (starts != 1) {
+    return top.Error("expected exactly one of source, join, interval_join, asof_join");
+  }
+  std::optional<ConfigNode> streams_node = top.Get("streams");
+  if (auto source = top.Get("source")) {
+    if (streams_node) return streams_node->Error("'streams' are the inputs of a join; add one");
+    return BuildSource(app, *source, base_dir);
+  }
+  if (!streams_node) return top.Error("missing 'streams' (the named inputs of the join)");
+  WEIR_ASSIGN_OR_RETURN(auto streams, BuildNamedStreams(app, *streams_node, base_dir));
+  std::set<std::string> used;
+  Result<Stream> joined =
+      top.Get("join") ? BuildJoin(app, *top.Get("join"), streams, used)
+                      : BuildTwoStreamJoin(top.Get("interval_join") ? *top.Get("interval_join")
+                                                                    : *top.Get("asof_join"),
+                                           top.Get("interval_join").has_value(), streams, used);
+  if (!joined.ok()) return joined;
+  for (const auto& [name, body] : streams_node->Members()) {
+    if (!used.count(name)) return body.Error("stream '" + name + "' is not used by the join");
+  }
+  return joined;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Application>> LoadPipelineText(const std::string& text,
@@ -645,8 +830,9 @@ Result<std::unique_ptr<Application>> LoadPipelineText(const std::string& text,
                                    std::to_string(e.mark.column + 1) + ")");
   }
   ConfigNode top(root, "", &file_name);
-  WEIR_RETURN_IF_ERROR(top.OnlyKeys({"name", "source", "steps", "sink", "sinks", "checkpoint",
-                                     "workers", "partitions", "fsync"}));
+  WEIR_RETURN_IF_ERROR(
+      top.OnlyKeys({"name", "source", "streams", "join", "interval_join", "asof_join", "steps",
+                    "sink", "sinks", "checkpoint", "workers", "partitions", "fsync"}));
 
   ApplicationOptions options;
   options.data_dir = overrides.data_dir;
@@ -683,21 +869,36 @@ Result<std::unique_ptr<Application>> LoadPipelineText(const std::string& text,
     options.partitions = static_cast<int32_t>(partitions);
   }
   // What a restart must match: the source and the steps and sinks, not pacing or threads.
+  // A join's tolerance, timeouts and caps may change too: its pending groups are held
+  // deliveries, assembled again after a restart.
   Value definition = Value::MakeObject({{"source", Canonical(root["source"])},
+                                        {"streams", Canonical(root["streams"])},
+                                        {"join", Canonical(root["join"])},
+                                        {"interval_join", Canonical(root["interval_join"])},
+                                        {"asof_join", Canonical(root["asof_join"])},
                                         {"steps", Canonical(root["steps"])},
                                         {"sink", Canonical(root["sink"])},
                                         {"sinks", Canonical(root["sinks"])}});
-  if (Value* source = definition.Find("source"); source && source->is_object()) {
-    source->as_object().erase(
-        std::remove_if(source->as_object().begin(), source->as_object().end(),
-                       [](const Value::Member& m) { return m.first == "rate"; }),
-        source->as_object().end());
+  auto drop_members = [](Value* object, std::initializer_list<std::string_view> names) {
+    if (object == nullptr || !object->is_object()) return;
+    auto& members = object->as_object();
+    members.erase(std::remove_if(members.begin(), members.end(),
+                                 [&](const Value::Member& m) {
+                                   return std::find(names.begin(), names.end(), m.first) !=
+                                          names.end();
+                                 }),
+                  members.end());
+  };
+  drop_members(definition.Find("source"), {"rate"});
+  if (Value* streams = definition.Find("streams"); streams && streams->is_object()) {
+    for (auto& [name, stream] : streams->as_object()) drop_members(stream.Find("source"), {"rate"});
   }
+  drop_members(definition.Find("join"), {"tolerance_ms", "timeout_ms", "quorum", "max_pending",
+                                         "collect_cap", "max_deliver", "missing", "dedup_ms"});
   options.definition = definition.ToJson();
 
   auto app = std::make_unique<Application>(options);
-  WEIR_ASSIGN_OR_RETURN(ConfigNode source_node, top.Require("source", "where records come from"));
-  WEIR_ASSIGN_OR_RETURN(Stream stream, BuildSource(*app, source_node, base_dir));
+  WEIR_ASSIGN_OR_RETURN(Stream stream, BuildStart(*app, top, base_dir));
   if (auto steps = top.Get("steps")) {
     if (!steps->IsSequence()) return steps->Expected("a list of steps");
     for (const ConfigNode& step : steps->Items()) {

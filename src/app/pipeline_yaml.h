@@ -14,6 +14,15 @@
 //     - group_by: page                         # or {field, type, partitions}
 //     - aggregate: {sales: count, revenue: {sum: amount}}   # count sum mean min max
 //   sink: {file: out.jsonl}         # or {topic: name, partitions: N}, {stdout: true}; or sinks:
+//
+// Joins (weir/join.h) start from named streams instead of `source`, each {source, steps}:
+//   streams: {camera: {source: {...}}, lidar: {source: {...}, steps: [...]}, imu: {...}}
+//   join: {parents: [camera, lidar, imu], mode: trace|time, trace_field, time_field,
+//          tolerance_ms, timeout_ms, quorum, collect: {imu: 5}, missing: drop|error,
+//          max_pending, collect_cap, max_deliver, dedup_ms}
+//   # or interval_join: {left, right, lower_ms, upper_ms, left_outer, grace_ms, late: topic}
+//   # or asof_join: {left, right, lookback_ms, grace_ms, late: topic}
+//   steps: [...]                    # after the join
 //   [...] checkpoint: {interval_ms: 1000, records: 200000} workers: 2 partitions: 4 # repartition
 //   topics
 //

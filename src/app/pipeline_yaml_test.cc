@@ -180,3 +180,59 @@ TEST(PipelineYaml, PacingChangesDoNotChangeTheDefinition) {
 
 }  // namespace
 }  // namespace weir::app
+
+namespace weir::app {
+namespace {
+
+TEST(PipelineYaml, JoinOfNamedStreamsRuns) {
+  TempDir dir;
+  WriteLines(dir / "cam.jsonl", {R"({"id":"c","ts":1000,"f":1})", R"({"id":"c","ts":2000,"f":2})"});
+  WriteLines(dir / "lidar.jsonl", {R"({"id":"l","ts":1004,"s":1})"});
+  WriteLines(
+      dir / "p.yaml",
+      {"streams:", "  camera: {source: {file: cam.jsonl, key: id, timestamp: ts}}",
+       "  lidar:", "    source: {file: lidar.jsonl, key: id, timestamp: ts}",
+       "    steps: [{select: [s, ts]}]", "join:", "  parents: [camera, lidar]", "  mode: time",
+       "  tolerance_ms: 10", "  timeout_ms: 500", "  quorum: 1", "sink: {file: out.jsonl}"});
+  PipelineOverrides overrides;
+  overrides.data_dir = dir / "data";
+  auto app = LoadPipelineFile(dir / "p.yaml", overrides);
+  ASSERT_TRUE(app.ok()) << app.status().ToString();
+  auto summary = (*app)->Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(
+      ReadLines(dir / "out.jsonl"),
+      (std::vector<std::string>{
+          R"({"key":"tw-1000-camera-1","timestamp":1000,"value":{"group_id":"tw-1000-camera-1","seq":1,"event_ts":1000,"camera":{"id":"c","ts":1000,"f":1},"lidar":{"s":1,"ts":1004}}})",
+          R"({"key":"tw-2000-camera-2","timestamp":2000,"value":{"group_id":"tw-2000-camera-2","seq":2,"event_ts":2000,"camera":{"id":"c","ts":2000,"f":2},"lidar":null}})"}));
+}
+
+TEST(PipelineYaml, JoinErrorsNameTheirPath) {
+  const std::string streams =
+      "streams:\n  a: {source: {file: a.jsonl, key: k}}\n  b: {source: {file: b.jsonl, key: k}}\n";
+  const std::string sink = "sink: {stdout: true}\n";
+  std::string e = ErrorOf(streams + "join: {parents: [a, c]}\n" + sink);
+  EXPECT_NE(e.find("join.parents[1]: unknown stream 'c' (streams: a, b)"), std::string::npos) << e;
+  e = ErrorOf(streams + "  c: {source: {file: c.jsonl, key: k}}\njoin: {parents: [a, b]}\n" + sink);
+  EXPECT_NE(e.find("streams.c: stream 'c' is not used by the join"), std::string::npos) << e;
+  e = ErrorOf(streams + "join: {parents: [a, b], mode: time, tolerance_ms: 5, collect: {x: 3}}\n" +
+              sink);
+  EXPECT_NE(e.find("p.yaml: join: collect parent 'x' is not a parent of this join"),
+            std::string::npos)
+      << e;
+  e = ErrorOf(streams + "join: {parents: [a, b], mode: time}\n" + sink);
+  EXPECT_NE(e.find("tolerance_ms > 0"), std::string::npos) << e;
+  e = ErrorOf(streams + "join: {parents: [a, b], missing: maybe}\n" + sink);
+  EXPECT_NE(e.find("join.missing: expected drop or error, found 'maybe'"), std::string::npos) << e;
+  e = ErrorOf(streams + "join: {parents: [a, b]}\nsource: {file: a.jsonl, key: k}\n" + sink);
+  EXPECT_NE(e.find("expected exactly one of source, join, interval_join, asof_join"),
+            std::string::npos)
+      << e;
+  e = ErrorOf(streams + "interval_join: {left: a, right: b, upper: 5}\n" + sink);
+  EXPECT_NE(e.find("interval_join.upper: unknown key 'upper'"), std::string::npos) << e;
+  e = ErrorOf(streams + "asof_join: {left: a, right: a}\n" + sink);
+  EXPECT_NE(e.find("asof_join.right: stream 'a' is used twice"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace weir::app
