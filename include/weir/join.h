@@ -38,8 +38,10 @@
 //   its ack) until the group it is in has been processed by the steps after the join and that
 //   processing is checkpointed; a redelivered message that is still buffered supersedes its old
 //   copy (the old delivery is terminated). Group ids and seqs are deterministic: the same
-//   members give the same group, and a group id the join already emitted (within `dedup`
-//   of event time) is not emitted again, so a redelivery after a crash is deduplicated.
+//   members give the same group. When an input is a broker that redelivers by itself
+//   (JetStream), a group id the join already emitted (within `dedup` of event time) is not
+//   emitted again, so a redelivery after a crash between checkpoint and ack is deduplicated.
+//   (Embedded inputs need no dedup: a crash rolls the outputs back with the held deliveries.)
 //
 // Interval join: `left.IntervalJoin(right, {.lower = 5s, .upper = 10s})` pairs each left event
 // with every right event of the same key with left.ts - lower <= right.ts <= left.ts + upper.

@@ -389,6 +389,13 @@ Status Task::Commit() {
 
 Status Task::Rollback() { return store_->Rollback().WithContext("task " + id_ + " rollback"); }
 
+bool Task::HasSelfRedeliveringInput() const {
+  for (const Input& input : inputs_) {
+    if (input.source->RedeliversItself()) return true;
+  }
+  return false;
+}
+
 int64_t Task::source_records_in() const {
   int64_t n = 0;
   for (const Input& input : inputs_) {

@@ -70,6 +70,7 @@ class Task : public dataflow::TaskContext {
   Delivery HoldCurrent() override;
   void Resolve(const Delivery& delivery, Resolution resolution) override;
   void CountEvicted() override { ++evicted_; }
+  bool HasSelfRedeliveringInput() const override;
 
  private:
   // One input of the sub-topology: its source, the operator its records enter by, and the

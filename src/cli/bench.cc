@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "cli/bench_support.h"
 #include "cli/commands.h"
 #include "cli/local_log.h"
 #include "core/process_stats.h"
@@ -30,29 +31,6 @@ double Percentile(std::vector<double>& v, double q) {
   return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
 }
 
-// A scratch data directory for a benchmark, removed afterwards unless the user named one.
-class BenchDir {
- public:
-  explicit BenchDir(const std::string& given) {
-    if (!given.empty()) {
-      path_ = given;
-      return;
-    }
-    path_ = (std::filesystem::temp_directory_path() / ("weir-bench-" + std::to_string(::getpid())))
-                .string();
-    std::filesystem::remove_all(path_);
-    owned_ = true;
-  }
-  ~BenchDir() {
-    if (owned_) std::filesystem::remove_all(path_);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  bool owned_ = false;
-};
-
 uint64_t Checksum(std::string_view bytes) {
   uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
@@ -68,8 +46,8 @@ GeneratorOptions BenchGenerator(const BenchArgs& args) {
   return generator;
 }
 
-// Reads every record of `topic` in the data directory, partition by partition, and hands each
-// value, parsed, to `check` with its record; the first error (the log's or `check`'s) stops it.
+}  // namespace
+
 Status ForEachOutput(const std::string& data_dir, const std::string& topic_name,
                      const std::function<Status(const log::StoredRecord&, const Value&)>& check) {
   WEIR_ASSIGN_OR_RETURN(LocalLog local, LocalLog::Open(data_dir));
@@ -88,8 +66,6 @@ Status ForEachOutput(const std::string& data_dir, const std::string& topic_name,
   }
   return Status::OK();
 }
-
-}  // namespace
 
 int BenchLog(const BenchArgs& args) {
   BenchDir dir(args.data_dir);

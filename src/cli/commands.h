@@ -100,10 +100,14 @@ struct BenchArgs {
   std::string window = "session";
   std::string window_keys = "sessions";  // as `keys`, for windows
   std::string closing = "key";
+  // Joins: "time" (input-group assembly of sensors) or "interval".
+  std::string join = "time";
+  int sync_hz = 100;  // the synchronized sensors' rate
 };
 int BenchLog(const BenchArgs& args);
 int BenchPipeline(const BenchArgs& args);
 int BenchWindows(const BenchArgs& args);
+int BenchJoin(const BenchArgs& args);
 
 // Ctrl-C / SIGTERM: the first asks `on_stop` to stop cleanly; the second exits at once.
 void InstallStopHandler(std::function<void()> on_stop);

@@ -174,6 +174,23 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"uniform", "sessions"}))
       ->capture_default_str();
   bench_windows->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
+  CLI::App* bench_join = bench_cmd->add_subcommand(
+      "join", "Joins from the embedded log: sensor assembly in time mode, or an interval join");
+  bench_join
+      ->add_option("--join", bench.join,
+                   "time (throughput), pending (memory per pending group) or interval")
+      ->check(CLI::IsMember({"time", "pending", "interval"}))
+      ->capture_default_str();
+  bench_join->add_option("--events", bench.records, "Input messages, all inputs together")
+      ->capture_default_str();
+  bench_join->add_option("--sync-hz", bench.sync_hz, "Time mode: the synchronized sensors' rate")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  bench_join->add_option("--keys", bench.users, "Interval join: distinct keys")
+      ->capture_default_str();
+  bench_join->add_option("--partitions", bench.partitions, "Partitions (tasks)")
+      ->capture_default_str();
+  bench_join->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -204,5 +221,6 @@ int main(int argc, char** argv) {
   if (bench_log->parsed()) return BenchLog(bench);
   if (bench_pipeline->parsed()) return BenchPipeline(bench);
   if (bench_windows->parsed()) return BenchWindows(bench);
+  if (bench_join->parsed()) return BenchJoin(bench);
   return 2;
 }

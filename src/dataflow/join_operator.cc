@@ -15,7 +15,10 @@ class JoinOperator final : public MultiInputOperator, join::Resolver {
         inputs_(step.input_names),
         ctx_(ctx),
         store_(ctx.Store(step.name)),
-        assembler_(join::Assembler::Make(options_, inputs_, *this)) {}
+        assembler_(join::Assembler::Make(options_, inputs_, *this)),
+        // Embedded sources never deliver an emitted group's members again: a crash rolls the
+        // outputs back with the state. A broker may, after a crash between checkpoint and ack.
+        dedup_(ctx.HasSelfRedeliveringInput() ? options_.dedup : std::chrono::milliseconds(0)) {}
 
   void ProcessInput(int input, Record&& record) override {
     std::string trace_id;
@@ -44,9 +47,9 @@ class JoinOperator final : public MultiInputOperator, join::Resolver {
       assembler_->Advance(clock_);
     }
     EmitReady();
-    if (options_.dedup.count() > 0 && watermark != Watermark::Max() &&
+    if (dedup_.count() > 0 && watermark != Watermark::Max() &&
         (last_dedup_sweep_ == EventTime::Min() ||
-         clock.value() - last_dedup_sweep_.value() >= options_.dedup.count() / 4)) {
+         clock.value() - last_dedup_sweep_.value() >= dedup_.count() / 4)) {
       SweepDedup(clock);
     }
     Operator::OnWatermark(watermark);
@@ -144,7 +147,7 @@ class JoinOperator final : public MultiInputOperator, join::Resolver {
 
   // Whether the group's id was emitted within the dedup horizon (and remembers it if not).
   bool AlreadyEmitted(const join::ReadyGroup& group) {
-    if (options_.dedup.count() <= 0) return false;
+    if (dedup_.count() <= 0) return false;
     const std::string key = std::string(kDedupPrefix) + group.id;
     auto seen = store_.Get(key);
     if (!seen.ok()) {
@@ -158,7 +161,7 @@ class JoinOperator final : public MultiInputOperator, join::Resolver {
 
   void SweepDedup(EventTime clock) {
     last_dedup_sweep_ = clock;
-    const int64_t horizon = clock.value() - options_.dedup.count();
+    const int64_t horizon = clock.value() - dedup_.count();
     std::vector<std::string> expired;
     Status s = store_.Scan(kDedupPrefix, "h", false, [&](std::string_view key, const Value& v) {
       if (v.is_int() && v.as_int() < horizon) expired.emplace_back(key);
@@ -173,6 +176,7 @@ class JoinOperator final : public MultiInputOperator, join::Resolver {
   TaskContext& ctx_;
   state::KeyValueStore& store_;
   std::unique_ptr<join::Assembler> assembler_;
+  const std::chrono::milliseconds dedup_;  // 0: no dedup
   EventTime clock_ = EventTime::Min();
   EventTime last_dedup_sweep_ = EventTime::Min();
 };

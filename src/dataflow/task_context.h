@@ -48,6 +48,9 @@ class TaskContext {
   // it to the same input again, or the broker redelivers it); kTerm: never deliver it again.
   // REQUIRES: `delivery` came from HoldCurrent and was not resolved yet.
   virtual void Resolve(const Delivery& delivery, Resolution resolution) = 0;
+  // Whether an input of the task is a broker that redelivers by itself (JetStream): what was
+  // processed may come again after a crash, so steps that emit once must deduplicate.
+  virtual bool HasSelfRedeliveringInput() const = 0;
   // Counts a join group evicted (timeout below quorum, max_pending).
   virtual void CountEvicted() = 0;
 };
