@@ -49,7 +49,7 @@ class RecordingContext : public dataflow::TaskContext {
   Watermark watermark() const override { return Watermark::Min(); }
   Delivery HoldCurrent() override { Unused("HoldCurrent"); }
   void Resolve(const Delivery&, Resolution) override { Unused("Resolve"); }
-  bool HasSelfRedeliveringInput() const { return true; }
+  bool HasSelfRedeliveringInput() const override { return true; }
   void CountEvicted() override { Unused("CountEvicted"); }
 
   std::vector<RawLetter> raw_letters;
