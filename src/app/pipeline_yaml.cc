@@ -459,11 +459,11 @@ Result<Stream> BuildWindowStep(Stream stream, const ConfigNode& step, const std:
 }
 
 Result<Stream> BuildSource(Application& app, const ConfigNode& node, const std::string& base_dir) {
-  WEIR_RETURN_IF_ERROR(node.OnlyKeys({"file", "topic", "generator", "key", "timestamp",
+  WEIR_RETURN_IF_ERROR(node.OnlyKeys({"file", "topic", "generator", "jetstream", "key", "timestamp",
                                       "dead_letter", "rate", "bounded", "idle_timeout_ms"}));
-  int kinds =
-      (node.Get("file") ? 1 : 0) + (node.Get("topic") ? 1 : 0) + (node.Get("generator") ? 1 : 0);
-  if (kinds != 1) return node.Error("expected exactly one of file, topic, generator");
+  int kinds = (node.Get("file") ? 1 : 0) + (node.Get("topic") ? 1 : 0) +
+              (node.Get("generator") ? 1 : 0) + (node.Get("jetstream") ? 1 : 0);
+  if (kinds != 1) return node.Error("expected exactly one of file, topic, generator, jetstream");
   KeySpec key;
   if (auto k = node.Get("key")) {
     if (k->IsMap()) WEIR_RETURN_IF_ERROR(k->OnlyKeys({"field", "type"}));
@@ -483,8 +483,11 @@ Result<Stream> BuildSource(Application& app, const ConfigNode& node, const std::
   if (node.Get("idle_timeout_ms") && !node.Get("topic")) {
     return node.Get("idle_timeout_ms")->Error("'idle_timeout_ms' applies to topic sources only");
   }
-  if (node.Get("bounded") && !node.Get("topic")) {
-    return node.Get("bounded")->Error("'bounded' applies to topic sources only");
+  if (node.Get("bounded") && !node.Get("topic") && !node.Get("jetstream")) {
+    return node.Get("bounded")->Error("'bounded' applies to topic and jetstream sources only");
+  }
+  if (node.Get("rate") && node.Get("jetstream")) {
+    return node.Get("rate")->Error("'rate' does not apply to jetstream sources");
   }
 
   if (auto file = node.Get("file")) {
@@ -513,6 +516,39 @@ Result<Stream> BuildSource(Application& app, const ConfigNode& node, const std::
       o.idle_timeout = std::chrono::milliseconds(ms);
     }
     return app.FromTopic(o);
+  }
+  if (auto js = node.Get("jetstream")) {
+    WEIR_RETURN_IF_ERROR(js->OnlyKeys({"url", "stream", "subject", "durable", "max_deliver",
+                                       "ack_wait_ms", "dead_letter_subject"}));
+    JetStreamSourceOptions o;
+    o.key = key;
+    o.timestamp_field = timestamp;
+    o.dead_letter_topic = dead_letter;
+    WEIR_ASSIGN_OR_RETURN(ConfigNode stream, js->Require("stream", "the JetStream stream"));
+    WEIR_ASSIGN_OR_RETURN(o.stream, stream.String());
+    WEIR_ASSIGN_OR_RETURN(ConfigNode durable, js->Require("durable", "the consumer's name"));
+    WEIR_ASSIGN_OR_RETURN(o.durable, durable.String());
+    if (auto v = js->Get("url")) {
+      WEIR_ASSIGN_OR_RETURN(o.url, v->String());
+    }
+    if (auto v = js->Get("subject")) {
+      WEIR_ASSIGN_OR_RETURN(o.subject, v->String());
+    }
+    if (auto v = js->Get("dead_letter_subject")) {
+      WEIR_ASSIGN_OR_RETURN(o.dead_letter_subject, v->String());
+    }
+    if (auto v = js->Get("max_deliver")) {
+      WEIR_ASSIGN_OR_RETURN(int64_t n, v->Int(1, 1000));
+      o.max_deliver = static_cast<int>(n);
+    }
+    if (auto v = js->Get("ack_wait_ms")) {
+      WEIR_ASSIGN_OR_RETURN(int64_t ms, v->Int(1, INT64_MAX / 4));
+      o.ack_wait = std::chrono::milliseconds(ms);
+    }
+    if (auto b = node.Get("bounded")) {
+      WEIR_ASSIGN_OR_RETURN(o.bounded, b->Bool());
+    }
+    return app.FromJetStream(o);
   }
   ConfigNode g = *node.Get("generator");
   if (!key.field.empty() || !timestamp.empty()) {

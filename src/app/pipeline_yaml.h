@@ -8,6 +8,8 @@
 //     dead_letter: purchases.dlq    # optional; default <name>.dlq
 //     rate: 1000                    # optional throttle, records/s
 //     # topic: clicks   (+ bounded: true)     generator: {partitions, events, users, ...}
+//     # jetstream: {url, stream, subject, durable, max_deliver, ack_wait_ms,
+//     #             dead_letter_subject}   (+ bounded: true)
 //   steps:
 //     - filter: {field: action, eq: purchase}  # eq ne gt ge lt le in exists
 //     - select: [user, page, amount]

@@ -56,7 +56,7 @@ TEST(PipelineYaml, StepErrorsNameTheStepIndex) {
 
 TEST(PipelineYaml, SourceAndSinkMustSayExactlyOneKind) {
   EXPECT_NE(ErrorOf("source: {file: a, topic: b, key: k}\nsink: {stdout: true}\n")
-                .find("source: expected exactly one of file, topic, generator"),
+                .find("source: expected exactly one of file, topic, generator, jetstream"),
             std::string::npos);
   EXPECT_NE(ErrorOf(kSource).find("missing 'sink'"), std::string::npos);
   EXPECT_NE(
@@ -232,6 +232,26 @@ TEST(PipelineYaml, JoinErrorsNameTheirPath) {
   EXPECT_NE(e.find("interval_join.upper: unknown key 'upper'"), std::string::npos) << e;
   e = ErrorOf(streams + "asof_join: {left: a, right: a}\n" + sink);
   EXPECT_NE(e.find("asof_join.right: stream 'a' is used twice"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace weir::app
+
+namespace weir::app {
+namespace {
+
+TEST(PipelineYaml, JetStreamSourceOptionsAreChecked) {
+  const std::string sink = "sink: {stdout: true}\n";
+  std::string e = ErrorOf("source: {jetstream: {stream: S}}\n" + sink);
+  EXPECT_NE(e.find("source.jetstream: missing 'durable'"), std::string::npos) << e;
+  e = ErrorOf("source: {jetstream: {stream: S, durable: d, max_deliver: 0}}\n" + sink);
+  EXPECT_NE(e.find("source.jetstream.max_deliver: expected an integer from 1"), std::string::npos)
+      << e;
+  e = ErrorOf("source: {jetstream: {stream: S, durable: d}, rate: 5}\n" + sink);
+  EXPECT_NE(e.find("source.rate: 'rate' does not apply to jetstream sources"), std::string::npos)
+      << e;
+  e = ErrorOf("source: {jetstream: {stream: S, durable: d, acks: none}}\n" + sink);
+  EXPECT_NE(e.find("source.jetstream.acks: unknown key"), std::string::npos) << e;
 }
 
 }  // namespace
