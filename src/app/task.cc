@@ -6,6 +6,7 @@
 
 #include "app/manifest.h"
 #include "app/runtime.h"
+#include "nats/jetstream_source.h"
 
 namespace weir::app {
 namespace {
@@ -132,7 +133,7 @@ Result<std::unique_ptr<dataflow::Source>> Task::OpenSource(const SubTopologyInpu
       return dataflow::OpenGeneratorSource(runtime_.GeneratorModel(input.root_step), partition_,
                                            root.generator.max_rate);
     case dataflow::StepKind::kJetStreamSource:
-      return Status::FailedPrecondition("JetStream sources: in progress");
+      return nats::OpenJetStreamSource(root.jetstream_source);
     case dataflow::StepKind::kGroupBy: {
       TopicSourceOptions options;
       options.topic = input.topic;
