@@ -1,4 +1,4 @@
-// weir demo: a clickstream, a pipeline over it, and a look at what came out.
+// weir demo: a clickstream and sensor readings, pipelines over them, and a look at what came out.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -59,6 +59,49 @@ sinks:
 checkpoint:
   interval_ms: 500
 )";
+
+constexpr const char* kFusion =
+    R"(# Sensor fusion: a camera and a lidar at 10 Hz on independent clocks, aligned in event time
+# within 20 ms; the IMU's 1 kHz samples within 5 ms of each frame are attached, oldest first.
+# A frame whose lidar sweep never comes is emitted after 500 ms of event time, lidar null.
+name: demo-fusion
+streams:
+  camera: {source: {file: camera.jsonl, key: sensor, timestamp: ts}}
+  lidar: {source: {file: lidar.jsonl, key: sensor, timestamp: ts}}
+  imu: {source: {file: imu.jsonl, key: sensor, timestamp: ts}}
+join:
+  parents: [camera, lidar, imu]
+  mode: time
+  tolerance_ms: 20
+  timeout_ms: 500
+  quorum: 1
+  collect: {imu: 5}
+sinks:
+  - file: fused.jsonl
+  - topic: demo.fused
+)";
+
+// A minute of a camera, a lidar (every 47th sweep lost) and an IMU, as JSON lines.
+Status WriteSensors(const std::filesystem::path& dir) {
+  constexpr int64_t kStart = 1'767'225'600'000;
+  std::ofstream camera(dir / "camera.jsonl", std::ios::trunc);
+  std::ofstream lidar(dir / "lidar.jsonl", std::ios::trunc);
+  std::ofstream imu(dir / "imu.jsonl", std::ios::trunc);
+  for (int64_t frame = 0; frame < 600; ++frame) {
+    const int64_t t = kStart + frame * 100;
+    camera << R"({"sensor":"cam0","ts":)" << t + frame * 7 % 5 << R"(,"frame":)" << frame
+           << R"(,"objects":)" << frame % 4 << "}\n";
+    if (frame % 47 != 46) {
+      lidar << R"({"sensor":"lidar0","ts":)" << t + 12 + frame % 3 << R"(,"sweep":)" << frame
+            << R"(,"points":)" << 30000 + frame % 100 << "}\n";
+    }
+    for (int64_t ms = 0; ms < 100; ++ms) {
+      imu << R"({"sensor":"imu0","ts":)" << t + ms << R"(,"ax":)" << (ms % 7) * 0.01 << "}\n";
+    }
+  }
+  if (!camera || !lidar || !imu) return Status::IOError("cannot write sensors in " + dir.string());
+  return Status::OK();
+}
 
 // Lines that are not valid records: the pipeline sends them to its dead-letter topic.
 constexpr const char* kBadLines[] = {
@@ -214,11 +257,18 @@ int Demo(const DemoArgs& args) {
   Status written = WriteClickstream(clicks, args.events);
   if (!written.ok()) return Fail(written);
 
-  std::printf("2. Two pipelines over it, on the embedded log in %s:\n\n", args.data_dir.c_str());
+  Status sensors = WriteSensors(dir);
+  if (!sensors.ok()) return Fail(sensors);
+  std::printf(
+      "2. Three pipelines over it and over a minute of camera, lidar and IMU readings, on\n"
+      "   the embedded log in %s:\n\n",
+      args.data_dir.c_str());
   auto pages = RunPipeline(args, dir, "page-stats.yaml", kPageStats, {"demo.page-stats"});
   if (!pages.ok()) return Fail(pages.status());
   auto sessions = RunPipeline(args, dir, "sessions.yaml", kSessions, {"demo.sessions"});
   if (!sessions.ok()) return Fail(sessions.status());
+  auto fusion = RunPipeline(args, dir, "fusion.yaml", kFusion, {"demo.fused"});
+  if (!fusion.ok()) return Fail(fusion.status());
 
   std::string stats_file = (dir / "page-stats.jsonl").string();
   std::printf("3. Running aggregates per page (the last line per key of %s):\n\n",
@@ -256,6 +306,24 @@ int Demo(const DemoArgs& args) {
                 (dir / "late-clicks.jsonl").string().c_str(), first_late.c_str());
   }
 
+  std::ifstream fused((dir / "fused.jsonl").string());
+  int64_t frames = 0, without_lidar = 0;
+  std::string example, example_missing;
+  for (std::string line; std::getline(fused, line); ++frames) {
+    const bool missing = line.find(R"("lidar":null)") != std::string::npos;
+    without_lidar += missing;
+    if (frames == 1) example = line;
+    if (missing && example_missing.empty()) example_missing = line;
+  }
+  auto shorten = [](const std::string& line) {
+    return line.size() > 260 ? line.substr(0, 260) + " ..." : line;
+  };
+  std::printf(
+      "\n5. %lld fused frames (%s); %lld without their lost lidar sweep, e.g.:\n   %s\n   %s\n",
+      static_cast<long long>(frames), (dir / "fused.jsonl").string().c_str(),
+      static_cast<long long>(without_lidar), shorten(example).c_str(),
+      shorten(example_missing).c_str());
+
   auto local = LocalLog::Open(args.data_dir);
   if (local.ok()) {
     if (auto dlq = local->log->GetTopic("demo-page-stats.dlq"); dlq.ok()) {
@@ -263,7 +331,7 @@ int Demo(const DemoArgs& args) {
       auto records = reader.Next(3);
       if (records.ok() && !records->empty()) {
         std::printf(
-            "\n5. Malformed lines went to the dead-letter topic demo-page-stats.dlq, e.g.:\n   "
+            "\n6. Malformed lines went to the dead-letter topic demo-page-stats.dlq, e.g.:\n   "
             "%.*s\n",
             static_cast<int>(records->front().value.size()), records->front().value.data());
       }

@@ -360,6 +360,10 @@ TEST_F(Cli, TheDemoRunsAndSaysWhereItsOutputsAre) {
   for (const std::string& line : sessions)
     clicks += Value::Parse(line)->FindPath("value.events")->as_int();
   EXPECT_EQ(clicks, 3000) << "every click but the 2 late ones is in exactly one session";
+  // Sensor fusion: one frame per camera frame, 12 of them at quorum without their lidar.
+  EXPECT_NE(again.out.find("600 fused frames"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("12 without their lost lidar sweep"), std::string::npos);
+  EXPECT_EQ(Lines(Weir({"consume", "demo.fused", "--data-dir", data()}).out).size(), 600u);
 }
 
 }  // namespace
