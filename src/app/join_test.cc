@@ -267,6 +267,27 @@ TEST_F(Joins, InputsThatAreNotCoPartitionedAreRefusedNamingBoth) {
       << summary.status().message();
 }
 
+TEST_F(Joins, AJoinOfWhatAWindowEmitsFromItsStateIsRefusedUnlessATopicIsBetween) {
+  WriteLines(Path("a.jsonl"), {R"({"k":"x","ts":1})"});
+  auto build = [&](bool through_topic) {
+    auto app = std::make_unique<Application>(
+        ApplicationOptions{.name = through_topic ? "ok" : "refused", .data_dir = Data()});
+    Stream a = app->FromFile({.path = Path("a.jsonl"), .key = {"k"}, .timestamp_field = "ts"});
+    Stream counts =
+        a.Window(WindowDefinition::Tumbling(milliseconds(10))).Agg(agg::Count()).Final();
+    if (through_topic) counts = counts.GroupBy("value", KeySerde::kInt);
+    Stream b = app->FromFile({.path = Path("a.jsonl"), .key = {"k"}, .timestamp_field = "ts"});
+    app->Join({{"counts", counts}, {"b", b}}, {}).ToFile(Path("out.jsonl"));
+    return app;
+  };
+  auto refused = build(false)->Run();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("put a group_by between them"), std::string::npos)
+      << refused.status().message();
+  auto ok = build(true)->Run();
+  EXPECT_FALSE(!ok.ok() && ok.status().message().find("group_by between") != std::string::npos);
+}
+
 TEST_F(Joins, DefinitionErrorsAreReportedByRunBeforeAnythingOpens) {
   WriteLines(Path("a.jsonl"), {R"({"k":"x"})"});
   Application app({.name = "bad", .data_dir = Data()});

@@ -257,23 +257,29 @@ void Task::ProcessRecord(Input& input, dataflow::SourceBatch& batch, size_t inde
 
 Delivery Task::HoldCurrent() {
   current_held_ = true;
-  if (!inputs_[current_input_].source->RedeliversItself()) {
-    held_[HeldKey(current_input_, current_position_)] = {current_token_, current_deliveries_};
+  Held& held = held_[HeldKey(current_input_, current_position_)];
+  if (held.holds++ == 0) {
+    held.token = current_token_;
+    held.deliveries = current_deliveries_;
   }
   return {current_input_, current_position_, current_identity_, current_deliveries_};
 }
 
 void Task::Resolve(const Delivery& delivery, Resolution resolution) {
-  dataflow::Source& source = *inputs_[delivery.input].source;
-  if (source.RedeliversItself()) {
-    source.Resolve(delivery.position, resolution);
-    return;
-  }
   auto it = held_.find(HeldKey(delivery.input, delivery.position));
   if (it == held_.end()) return;
-  if (resolution == Resolution::kNak) {
-    redeliveries_.push_back(
-        {delivery.input, delivery.position, it->second.token, it->second.deliveries + 1});
+  Held& held = it->second;
+  held.nak |= resolution == Resolution::kNak;
+  held.all_term &= resolution == Resolution::kTerm;
+  if (--held.holds > 0) return;
+  const Resolution final = held.nak        ? Resolution::kNak
+                           : held.all_term ? Resolution::kTerm
+                                           : Resolution::kAck;
+  dataflow::Source& source = *inputs_[delivery.input].source;
+  if (source.RedeliversItself()) {
+    source.Resolve(delivery.position, final);
+  } else if (final == Resolution::kNak) {
+    redeliveries_.push_back({delivery.input, delivery.position, held.token, held.deliveries + 1});
   }
   held_.erase(it);
 }
@@ -311,6 +317,8 @@ std::string Task::SaveHeld() const {
   std::vector<Redelivery> all(redeliveries_);
   for (Redelivery& r : all) --r.deliveries;
   for (const auto& [key, held] : held_) {
+    const auto input = static_cast<size_t>(key >> 56);
+    if (inputs_[input].source->RedeliversItself()) continue;  // the broker redelivers it
     all.push_back({static_cast<int32_t>(key >> 56), static_cast<int64_t>(key & ((1ULL << 56) - 1)),
                    held.token, held.deliveries});
   }

@@ -91,9 +91,15 @@ class Task : public dataflow::TaskContext {
     int64_t token;
     int32_t deliveries;
   };
+  // A held delivery: as many holds as steps hold it (a record reaching two inputs of a join,
+  // or one a flat-map made several of); resolved once the last is. Any nak makes it a nak; all
+  // terms make it a term; else it is an ack.
   struct Held {
     int64_t token;
     int32_t deliveries;
+    int32_t holds = 0;
+    bool nak = false;
+    bool all_term = true;
   };
 
   Result<std::unique_ptr<dataflow::Source>> OpenSource(const SubTopologyInput& input);
@@ -123,8 +129,8 @@ class Task : public dataflow::TaskContext {
   int64_t current_identity_ = 0;
   int32_t current_deliveries_ = 1;
   bool current_held_ = false;
-  // Held deliveries of inputs the task redelivers, by (input, position); and those to deliver
-  // again. Deliveries of inputs that redeliver themselves are tracked by their sources.
+  // Held deliveries by (input, position); and those to deliver again (inputs the task
+  // redelivers; the others get the final resolution through Source::Resolve).
   static uint64_t HeldKey(int32_t input, int64_t position) {
     return (static_cast<uint64_t>(input) << 56) ^ static_cast<uint64_t>(position);
   }

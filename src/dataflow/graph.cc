@@ -170,6 +170,24 @@ Status Graph::Validate() const {
     }
   }
   if (!has_source) return Status::InvalidArgument("the application has no source");
+  // A join holds the source record being processed; a record a stateful step emits from its
+  // state (a window closing, a group, a pair) has no source record of its own to hold, so it
+  // must reach the join through a durable topic.
+  for (const Step& s : steps) {
+    if (s.kind != StepKind::kJoin) continue;
+    std::vector<int> up(s.parents);
+    while (!up.empty()) {
+      const Step& u = steps[up.back()];
+      up.pop_back();
+      if (IsSource(u.kind) || u.kind == StepKind::kGroupBy) continue;
+      if (u.kind == StepKind::kWindow || IsMultiInput(u.kind)) {
+        return Status::InvalidArgument(
+            "join '" + s.name + "' reads what '" + u.name +
+            "' emits from its state; put a group_by between them (through a topic)");
+      }
+      up.insert(up.end(), u.parents.begin(), u.parents.end());
+    }
+  }
   return Status::OK();
 }
 
