@@ -1,8 +1,9 @@
 // weir bench join: input-group assembly in time mode, and the interval join, reading inputs
 // written beforehand to the embedded log; each run checks its output.
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -20,12 +21,10 @@ using std::chrono::milliseconds;
 
 constexpr int64_t kBaseTime = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
 
-// The resident set now (not the peak), in bytes.
-int64_t CurrentRssBytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * ::sysconf(_SC_PAGESIZE);
+// Bytes the allocator has handed out and not taken back (heap and mmapped blocks).
+int64_t HeapInUseBytes() {
+  struct mallinfo2 info = ::mallinfo2();
+  return static_cast<int64_t>(info.uordblks + info.hblkhd);
 }
 
 // Writes `values` (ts, JSON) to partition `partition` of `topic`, in batches.
@@ -237,18 +236,18 @@ int BenchPendingGroups(const BenchArgs& args) {
     Status written = WriteSensors(*local, plan, args.partitions, false, 2);
     if (!written.ok()) return Fail(written);
   }
-  int64_t rss_first = -1, records_first = 0, rss_last = 0, records_last = 0;
+  int64_t heap_first = -1, records_first = 0, heap_last = 0, records_last = 0;
   Application app({.name = "bench-join-pending",
                    .data_dir = dir.path(),
                    .checkpoint_records = 20'000,
                    .on_checkpoint = [&](int64_t, int64_t records_in) {
-                     const int64_t rss = CurrentRssBytes();
-                     if (rss_first < 0) {
-                       rss_first = rss;
+                     const int64_t heap = HeapInUseBytes();
+                     if (heap_first < 0) {
+                       heap_first = heap;
                        records_first = records_in;
                      }
                      if (records_in > records_last) {
-                       rss_last = rss;
+                       heap_last = heap;
                        records_last = records_in;
                      }
                    }});
@@ -267,10 +266,10 @@ int BenchPendingGroups(const BenchArgs& args) {
       "partitions\n",
       args.partitions);
   std::printf(
-      "  memory per pending group (2 members held): %.0f bytes (RSS %+.0f MiB over %.0f "
+      "  memory per pending group (2 members held): %.0f bytes (heap in use %+.0f MiB over %.0f "
       "groups between checkpoints)\n",
-      static_cast<double>(rss_last - rss_first) / pending_groups,
-      (rss_last - rss_first) / 1048576.0, pending_groups);
+      static_cast<double>(heap_last - heap_first) / pending_groups,
+      (heap_last - heap_first) / 1048576.0, pending_groups);
   return 0;
 }
 
