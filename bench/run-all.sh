@@ -21,6 +21,10 @@ for i in $(seq "$REPEAT"); do
   for users in 1000 10000 100000; do for window in tumbling hopping; do
     $weir bench windows --window $window --keys uniform --events 4000000 --users $users
   done; done
+  $weir bench join --join time --events 4000000
+  $weir bench join --join time --events 4000000 --sync-hz 1000
+  $weir bench join --join interval --events 2000000 --keys 10000
+  $weir bench join --join pending --events 1000000
 done
 echo; echo "== expiry cost as stored windows grow (one open window per key)"
 for users in 10000 100000 1000000; do for closing in key partition; do
