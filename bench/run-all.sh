@@ -22,7 +22,6 @@ for i in $(seq "$REPEAT"); do
     $weir bench windows --window $window --keys uniform --events 4000000 --users $users
   done; done
   $weir bench join --join time --events 4000000
-  $weir bench join --join time --events 4000000 --sync-hz 1000
   $weir bench join --join interval --events 2000000 --keys 10000
   $weir bench join --join pending --events 1000000
 done

@@ -183,8 +183,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_join->add_option("--events", bench.records, "Input messages, all inputs together")
       ->capture_default_str();
-  bench_join->add_option("--sync-hz", bench.sync_hz, "Time mode: the synchronized sensors' rate")
-      ->check(CLI::Range(1, 1000))
+  bench_join->add_option("--sync-hz", bench.sync_hz, "Time mode: the synchronized sensors' rate (at most 200 Hz: timestamps are in ms, "
+                   "and the tolerance must stay below half a period)")
+      ->check(CLI::Range(1, 200))
       ->capture_default_str();
   bench_join->add_option("--keys", bench.users, "Interval join: distinct keys")
       ->capture_default_str();
