@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "dataflow/asof_join_operator.h"
+#include "dataflow/interval_join_operator.h"
 #include "dataflow/join_operator.h"
 #include "dataflow/window_operator.h"
 #include "state/key_encoding.h"
@@ -266,6 +268,8 @@ Result<std::unique_ptr<Operator>> MakeOperator(const Step& step, std::string_vie
                                                TaskContext& ctx) {
   if (step.kind == StepKind::kWindow) return MakeWindowOperator(step, ctx);
   if (step.kind == StepKind::kJoin) return MakeJoinOperator(step, ctx);
+  if (step.kind == StepKind::kIntervalJoin) return MakeIntervalJoinOperator(step, application, ctx);
+  if (step.kind == StepKind::kAsOfJoin) return MakeAsOfJoinOperator(step, application, ctx);
   std::unique_ptr<Operator> op = MakeStatelessOrKeyedOperator(step, application, ctx);
   if (op == nullptr) return Status::Internal("no operator for step " + step.name);
   return op;

@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "dataflow/late_output.h"
 #include "state/key_encoding.h"
 #include "window/aggregations.h"
 #include "window/key_windows.h"
@@ -43,10 +44,8 @@ class WindowOperator : public Operator {
         store_(ctx.Store(step.name)),
         aggregations_(spec_.aggregations, spec_.single_unnamed),
         windows_(spec_.definition, aggregations_, !spec_.final, spec_.trigger),
-        partition_mode_(spec_.closing == Closing::kPartition && !spec_.definition.is_count()) {
-    if (!spec_.late_topic.empty()) late_topic_ = &ctx.TopicOutput(spec_.late_topic);
-    if (!spec_.late_file.empty()) late_file_ = &ctx.FileOutput(spec_.late_file);
-  }
+        partition_mode_(spec_.closing == Closing::kPartition && !spec_.definition.is_count()),
+        late_(ctx, spec_.late_topic, spec_.late_file) {}
 
   // Reads what the store holds: the partition's bounds and, closing by partition, the index.
   Status Restore() {
@@ -225,17 +224,7 @@ class WindowOperator : public Operator {
   }
 
   void Late(Record&& r) {
-    ctx_.CountLate();
-    if (late_topic_ != nullptr || late_file_ != nullptr) {
-      Record late{r.key,
-                  Value::MakeObject({{"reason", Value(outcome_.reason)},
-                                     {"late_by_ms", Value(outcome_.late_by_ms)},
-                                     {"value", r.value}}),
-                  r.timestamp,
-                  {}};
-      if (late_topic_ != nullptr) late_topic_->Write(late);
-      if (late_file_ != nullptr) late_file_->Write(late);
-    }
+    late_.Write(r, outcome_.reason, outcome_.late_by_ms);
     if (spec_.on_late)
       spec_.on_late(LateRecord{std::move(r), outcome_.reason, outcome_.late_by_ms});
   }
@@ -246,8 +235,7 @@ class WindowOperator : public Operator {
   window::Aggregations aggregations_;
   KeyWindows windows_;
   const bool partition_mode_;
-  TopicWriter* late_topic_ = nullptr;
-  LineWriter* late_file_ = nullptr;
+  LateOutput late_;
   Bounds partition_bounds_;
   Bounds saved_bounds_;
   std::set<IndexEntry> index_;

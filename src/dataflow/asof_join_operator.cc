@@ -1,0 +1,80 @@
+// The as-of join: each key's left events wait in time order until the horizon (watermark -
+// grace) is past their time: from then on every right event at or before it that is not late
+// has arrived (a later one would be late). The key's right events are kept in time order too,
+// so a left's partner is found by binary search. Once a left due is emitted, right events older
+// than the latest one at or before the horizon can never be a partner again (every left still
+// to come or held is at or after the horizon) and are dropped.
+#include "dataflow/asof_join_operator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "dataflow/keyed_time_join.h"
+
+namespace weir::dataflow {
+namespace {
+
+class AsOfJoinOperator final : public KeyedTimeJoin {
+ public:
+  AsOfJoinOperator(const Step& step, std::string_view application, TaskContext& ctx)
+      : KeyedTimeJoin(step, ctx, step.asof_join->grace,
+                      JoinLateTopic(step.asof_join->late_topic, application)),
+        lookback_(step.asof_join->lookback.count()) {}
+
+ private:
+  void Add(int input, Record& event, JoinKeyState& state) override {
+    InsertInTimeOrder(state.side(input),
+                      Value::Array{Value(event.timestamp.value()), std::move(event.value)});
+  }
+
+  void Expire(const Key& key, int64_t horizon, JoinKeyState& state) override {
+    JoinSide& lefts = state.side(kLeftInput);
+    JoinSide& rights = state.side(kRightInput);
+    auto due_end = FirstAtOrAfter(lefts, horizon);
+    for (auto l = lefts.begin(); l != due_end; ++l) EmitWithPartner(key, *l, rights);
+    lefts.erase(lefts.begin(), due_end);
+    auto after = FirstAfter(rights, horizon);
+    if (after - rights.begin() >= 2) rights.erase(rights.begin(), after - 1);
+  }
+
+  void Close(const Key& key, JoinKeyState& state) override {
+    for (const Value& left : state.side(kLeftInput)) {
+      EmitWithPartner(key, left, state.side(kRightInput));
+    }
+  }
+
+  std::optional<int64_t> DueAt(const JoinKeyState& state) const override {
+    std::optional<int64_t> due;
+    const JoinSide& lefts = state.side(kLeftInput);
+    const JoinSide& rights = state.side(kRightInput);
+    // A left is due once the horizon is past its time; the oldest right can go once the one
+    // after it is at or before the horizon.
+    if (!lefts.empty()) due = AddSaturating(EntryTime(lefts.front()), 1);
+    if (rights.size() >= 2) due = due ? std::min(*due, EntryTime(rights[1])) : EntryTime(rights[1]);
+    return due;
+  }
+
+  // Emits a left with the last right at or before its time (the last to arrive among equal
+  // times), if that is within the lookback; else with null.
+  void EmitWithPartner(const Key& key, const Value& left, JoinSide& rights) {
+    const int64_t t = EntryTime(left);
+    auto after = FirstAfter(rights, t);
+    if (after != rights.begin() &&
+        (lookback_ == 0 || EntryTime(*(after - 1)) >= SubtractSaturating(t, lookback_))) {
+      return Emit(key, t, EntryValue(left), EntryValue(*(after - 1)));
+    }
+    Emit(key, t, EntryValue(left), Value());
+  }
+
+  const int64_t lookback_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Operator>> MakeAsOfJoinOperator(const Step& step,
+                                                       std::string_view application,
+                                                       TaskContext& ctx) {
+  return MakeKeyedTimeJoin<AsOfJoinOperator>(step, application, ctx);
+}
+
+}  // namespace weir::dataflow

@@ -1,0 +1,103 @@
+// The interval join: a left event L (tl) and a right event R (tr) of one key match when
+// tl - lower <= tr <= tl + upper. Each side's events are kept in time order, so the partners of
+// an arriving event are one contiguous run of the other side, found by binary search, and the
+// events that expire are a prefix of each side: L once tl + upper < horizon (no right event that
+// is not late can match it any more), R once tr + lower < horizon. A left entry carries whether
+// it has matched, for left_outer.
+#include "dataflow/interval_join_operator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "dataflow/keyed_time_join.h"
+
+namespace weir::dataflow {
+namespace {
+
+// A left entry: [ts, value, matched].
+constexpr size_t kMatched = 2;
+
+class IntervalJoinOperator final : public KeyedTimeJoin {
+ public:
+  IntervalJoinOperator(const Step& step, std::string_view application, TaskContext& ctx)
+      : KeyedTimeJoin(step, ctx, step.interval_join->grace,
+                      JoinLateTopic(step.interval_join->late_topic, application)),
+        lower_(step.interval_join->lower.count()),
+        upper_(step.interval_join->upper.count()),
+        left_outer_(step.interval_join->left_outer) {}
+
+ private:
+  void Add(int input, Record& event, JoinKeyState& state) override {
+    const int64_t t = event.timestamp.value();
+    if (input == kLeftInput) {
+      JoinSide& rights = state.side(kRightInput);
+      bool matched = false;
+      for (auto r = FirstAtOrAfter(rights, SubtractSaturating(t, lower_));
+           r != rights.end() && EntryTime(*r) <= AddSaturating(t, upper_); ++r) {
+        Emit(event.key, std::max(t, EntryTime(*r)), event.value, EntryValue(*r));
+        matched = true;
+      }
+      InsertInTimeOrder(state.side(kLeftInput),
+                        Value::Array{Value(t), std::move(event.value), Value(matched)});
+      return;
+    }
+    JoinSide& lefts = state.side(kLeftInput);
+    for (auto l = FirstAtOrAfter(lefts, SubtractSaturating(t, upper_));
+         l != lefts.end() && EntryTime(*l) <= AddSaturating(t, lower_); ++l) {
+      Emit(event.key, std::max(t, EntryTime(*l)), EntryValue(*l), event.value);
+      l->as_array()[kMatched] = Value(true);
+    }
+    InsertInTimeOrder(state.side(kRightInput), Value::Array{Value(t), std::move(event.value)});
+  }
+
+  void Expire(const Key& key, int64_t horizon, JoinKeyState& state) override {
+    JoinSide& lefts = state.side(kLeftInput);
+    auto l = lefts.begin();
+    for (; l != lefts.end() && AddSaturating(EntryTime(*l), upper_) < horizon; ++l) {
+      EmitIfUnmatched(key, *l);
+    }
+    lefts.erase(lefts.begin(), l);
+    JoinSide& rights = state.side(kRightInput);
+    auto r = rights.begin();
+    while (r != rights.end() && AddSaturating(EntryTime(*r), lower_) < horizon) ++r;
+    rights.erase(rights.begin(), r);
+  }
+
+  void Close(const Key& key, JoinKeyState& state) override {
+    for (const Value& left : state.side(kLeftInput)) EmitIfUnmatched(key, left);
+  }
+
+  std::optional<int64_t> DueAt(const JoinKeyState& state) const override {
+    // An entry expires once the horizon is past its last matching instant.
+    std::optional<int64_t> last;
+    const JoinSide& lefts = state.side(kLeftInput);
+    const JoinSide& rights = state.side(kRightInput);
+    if (!lefts.empty()) last = AddSaturating(EntryTime(lefts.front()), upper_);
+    if (!rights.empty()) {
+      int64_t r = AddSaturating(EntryTime(rights.front()), lower_);
+      last = last ? std::min(*last, r) : r;
+    }
+    if (!last) return std::nullopt;
+    return AddSaturating(*last, 1);
+  }
+
+  void EmitIfUnmatched(const Key& key, const Value& left) {
+    if (left_outer_ && !left.as_array()[kMatched].as_bool()) {
+      Emit(key, EntryTime(left), EntryValue(left), Value());
+    }
+  }
+
+  const int64_t lower_;
+  const int64_t upper_;
+  const bool left_outer_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Operator>> MakeIntervalJoinOperator(const Step& step,
+                                                           std::string_view application,
+                                                           TaskContext& ctx) {
+  return MakeKeyedTimeJoin<IntervalJoinOperator>(step, application, ctx);
+}
+
+}  // namespace weir::dataflow

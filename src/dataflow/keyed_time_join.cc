@@ -1,0 +1,181 @@
+#include "dataflow/keyed_time_join.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "state/key_encoding.h"
+
+namespace weir::dataflow {
+namespace {
+
+// The message key a state key encodes, with the serde its events came with.
+Result<Key> MessageKey(std::string_view state_key, KeySerde serde) {
+  std::optional<std::string_view> bytes = state::ReadMessageKey(state_key);
+  if (!bytes) return Status::Corruption("join state key is not an encoded message key");
+  return Key::FromBytes(serde, *bytes);
+}
+
+}  // namespace
+
+JoinSide::iterator FirstAtOrAfter(JoinSide& side, int64_t t) {
+  return std::partition_point(side.begin(), side.end(),
+                              [t](const Value& entry) { return EntryTime(entry) < t; });
+}
+
+JoinSide::iterator FirstAfter(JoinSide& side, int64_t t) {
+  return std::partition_point(side.begin(), side.end(),
+                              [t](const Value& entry) { return EntryTime(entry) <= t; });
+}
+
+void InsertInTimeOrder(JoinSide& side, Value entry) {
+  side.insert(FirstAfter(side, EntryTime(entry)), std::move(entry));
+}
+
+bool JoinKeyState::Valid(const Value& stored) {
+  if (!stored.is_array()) return false;
+  const Value::Array& a = stored.as_array();
+  return a.size() == 3 && a[0].is_int() && a[1].is_array() && a[2].is_array();
+}
+
+std::string JoinLateTopic(std::string_view option, std::string_view application) {
+  return option.empty() ? std::string(application) + ".late" : std::string(option);
+}
+
+KeyedTimeJoin::KeyedTimeJoin(const Step& step, TaskContext& ctx, std::chrono::milliseconds grace,
+                             std::string_view late_topic)
+    : ctx_(ctx),
+      store_(ctx.Store(step.name)),
+      grace_ms_(grace.count()),
+      late_(ctx, late_topic, "") {}
+
+Status KeyedTimeJoin::Restore() {
+  bool corrupt = false;
+  Status scanned = store_.Scan("", "", false, [&](std::string_view key, const Value& stored) {
+    if (!JoinKeyState::Valid(stored)) {
+      corrupt = true;
+      return false;
+    }
+    Value copy = stored;  // JoinKeyState views a mutable value
+    Reindex(key, DueAt(JoinKeyState(copy)));
+    return true;
+  });
+  if (!scanned.ok()) return scanned;
+  return corrupt ? Status::Corruption("a join state value has the wrong shape") : Status::OK();
+}
+
+void KeyedTimeJoin::ProcessInput(int input, Record&& event) {
+  // Records this step did not see (another branch, a filter before it) may have moved the
+  // watermark: what they made final goes first, so the event meets the state as it now is.
+  const int64_t horizon = Horizon(ctx_.watermark());
+  Sweep(horizon);
+  const int64_t ts = event.timestamp.value();
+  if (ts < horizon) {
+    late_.Write(event,
+                "ts " + std::to_string(ts) + " < watermark " +
+                    std::to_string(ctx_.watermark().value()) + " - grace " +
+                    std::to_string(grace_ms_) + " (" + std::to_string(horizon) +
+                    "): the join's state for that time has expired",
+                horizon - ts);
+    return;
+  }
+  state_key_.clear();
+  state::AppendMessageKey(state_key_, event.key.bytes());
+  auto stored = store_.Mutate(state_key_);
+  if (!stored.ok()) return Fail(stored.status());
+  Value& value = **stored;
+  if (!value.is_array()) {
+    value = Value(Value::Array{Value(static_cast<int64_t>(event.key.serde())),
+                               Value(Value::Array{}), Value(Value::Array{})});
+  }
+  JoinKeyState state(value);
+  Add(input, event, state);
+  Reindex(state_key_, DueAt(state));
+}
+
+void KeyedTimeJoin::OnWatermark(Watermark watermark) {
+  if (watermark.IsEndOfInput()) {
+    CloseEveryKey();
+  } else {
+    Sweep(Horizon(watermark));
+  }
+  Operator::OnWatermark(watermark);
+}
+
+void KeyedTimeJoin::Emit(const Key& key, int64_t time, const Value& left, const Value& right) {
+  Forward(Record{key, Value::MakeObject({{"left", left}, {"right", right}}), EventTime(time), {}});
+}
+
+Result<Value*> KeyedTimeJoin::StateOf(std::string_view state_key) {
+  WEIR_ASSIGN_OR_RETURN(Value * stored, store_.Mutate(state_key));
+  if (!JoinKeyState::Valid(*stored))
+    return Status::Corruption("a join state value has the wrong shape");
+  return stored;
+}
+
+int64_t KeyedTimeJoin::Horizon(Watermark watermark) const {
+  return SubtractSaturating(watermark.value(), grace_ms_);
+}
+
+void KeyedTimeJoin::Sweep(int64_t horizon) {
+  ctx_.CountExpiryVisits(1);  // the index's first entry: due or not
+  while (!index_.empty() && index_.begin()->first <= horizon) {
+    const std::string state_key(index_.begin()->second);
+    Reindex(state_key, std::nullopt);
+    ctx_.CountExpiryVisits(1);
+    auto stored = StateOf(state_key);
+    if (!stored.ok()) return Fail(stored.status());
+    JoinKeyState state(**stored);
+    auto key = MessageKey(state_key, state.serde());
+    if (!key.ok()) return Fail(key.status());
+    Expire(*key, horizon, state);
+    Settle(state_key, state);
+  }
+}
+
+void KeyedTimeJoin::CloseEveryKey() {
+  std::vector<std::string> keys;
+  Status scanned = store_.Scan("", "", false, [&](std::string_view key, const Value&) {
+    keys.emplace_back(key);
+    return true;
+  });
+  if (!scanned.ok()) return Fail(scanned);
+  for (const std::string& state_key : keys) {
+    auto stored = StateOf(state_key);
+    if (!stored.ok()) return Fail(stored.status());
+    JoinKeyState state(**stored);
+    auto key = MessageKey(state_key, state.serde());
+    if (!key.ok()) return Fail(key.status());
+    Close(*key, state);
+    store_.Delete(state_key);
+  }
+  index_.clear();
+  due_.clear();
+}
+
+void KeyedTimeJoin::Settle(const std::string& state_key, const JoinKeyState& state) {
+  if (state.empty()) {
+    store_.Delete(state_key);
+    Reindex(state_key, std::nullopt);
+    return;
+  }
+  Reindex(state_key, DueAt(state));
+}
+
+void KeyedTimeJoin::Reindex(std::string_view state_key, std::optional<int64_t> due) {
+  auto it = due_.find(state_key);
+  if (it != due_.end()) {
+    if (due == it->second) return;
+    index_.erase({it->second, it->first});
+    if (!due) {
+      due_.erase(it);
+      return;
+    }
+    it->second = *due;
+  } else {
+    if (!due) return;
+    it = due_.emplace(std::string(state_key), *due).first;
+  }
+  index_.emplace(*due, it->first);
+}
+
+}  // namespace weir::dataflow

@@ -1,0 +1,138 @@
+// What the interval join and the as-of join (weir/join.h) share: a step with two inputs (0: left,
+// 1: right) that joins events by message key and event time.
+//
+// State: each key's events in one value of the step's store, [serde, lefts, rights], each side a
+// list of entries [ts, value, ...] in time order (ties: arrival order). The store caches it and
+// writes it behind at the checkpoint, so state and outputs are exactly once together.
+// Lateness: the horizon is watermark - grace; an event with ts < horizon when it arrives is
+// late: it goes to the late topic ({reason, late_by_ms, value}) and is counted, never joined.
+// Expiry: an in-memory index orders the keys by the horizon at which their state next needs the
+// join (an event to drop, a left to emit). It is rebuilt from the store when the task opens, and
+// a move of the horizon costs O(log n) per key that is due, never a scan of the stored keys. At
+// the end of input (Watermark::Max()) every key is closed and the state is cleared.
+//
+// Threads: the task's. Lifecycle: built by the join's factory, which calls Restore.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "dataflow/graph.h"
+#include "dataflow/late_output.h"
+#include "dataflow/operators.h"
+#include "dataflow/task_context.h"
+
+namespace weir::dataflow {
+
+inline constexpr int kLeftInput = 0;
+inline constexpr int kRightInput = 1;
+
+// Event-time arithmetic that saturates instead of overflowing (times come from user data).
+inline int64_t AddSaturating(int64_t a, int64_t b) {
+  int64_t sum;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+inline int64_t SubtractSaturating(int64_t a, int64_t b) {
+  int64_t difference;
+  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
+  return b > 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+}
+
+// One side's entries [ts, value, ...], in time order.
+using JoinSide = Value::Array;
+inline int64_t EntryTime(const Value& entry) { return entry.as_array()[0].as_int(); }
+inline const Value& EntryValue(const Value& entry) { return entry.as_array()[1]; }
+// The first entry with ts >= t, and with ts > t.
+JoinSide::iterator FirstAtOrAfter(JoinSide& side, int64_t t);
+JoinSide::iterator FirstAfter(JoinSide& side, int64_t t);
+// Adds `entry` after every entry of its time or earlier.
+void InsertInTimeOrder(JoinSide& side, Value entry);
+
+// A key's stored state, viewed in place.
+class JoinKeyState {
+ public:
+  // Whether `stored` has the shape of a key's state.
+  static bool Valid(const Value& stored);
+  // REQUIRES: Valid(stored).
+  explicit JoinKeyState(Value& stored) : stored_(stored.as_array()) {}
+  KeySerde serde() const { return static_cast<KeySerde>(stored_[0].as_int()); }
+  JoinSide& side(int input) { return stored_[1 + input].as_array(); }
+  const JoinSide& side(int input) const { return stored_[1 + input].as_array(); }
+  bool empty() const { return side(kLeftInput).empty() && side(kRightInput).empty(); }
+
+ private:
+  Value::Array& stored_;
+};
+
+class KeyedTimeJoin : public MultiInputOperator {
+ public:
+  // Rebuilds the index from the store. kCorruption/kIOError from the store.
+  Status Restore();
+
+  void ProcessInput(int input, Record&& event) final;
+  void OnWatermark(Watermark watermark) final;
+
+ protected:
+  KeyedTimeJoin(const Step& step, TaskContext& ctx, std::chrono::milliseconds grace,
+                std::string_view late_topic);
+
+  // An event of `input` that is not late, with its key's state (created empty if new).
+  virtual void Add(int input, Record& event, JoinKeyState& state) = 0;
+  // The horizon has reached DueAt(state): drop and emit what it makes final.
+  virtual void Expire(const Key& key, int64_t horizon, JoinKeyState& state) = 0;
+  // The end of input: emit what the state still holds back (the state is deleted after).
+  virtual void Close(const Key& key, JoinKeyState& state) = 0;
+  // The smallest horizon at which Expire has something to do for this state; nullopt: none.
+  virtual std::optional<int64_t> DueAt(const JoinKeyState& state) const = 0;
+
+  // Forwards {"left": left, "right": right} under `key` at `time`.
+  void Emit(const Key& key, int64_t time, const Value& left, const Value& right);
+
+ private:
+  int64_t Horizon(Watermark watermark) const;
+  // The stored state of a key that has one. kCorruption if it is not a join state.
+  Result<Value*> StateOf(std::string_view state_key);
+  void Sweep(int64_t horizon);
+  void CloseEveryKey();
+  // Deletes an empty state, else indexes the key by its state's due horizon.
+  void Settle(const std::string& state_key, const JoinKeyState& state);
+  void Reindex(std::string_view state_key, std::optional<int64_t> due);
+
+  TaskContext& ctx_;
+  state::KeyValueStore& store_;
+  const int64_t grace_ms_;
+  LateOutput late_;
+  // The due horizon of every key whose state has one, and the same ordered by horizon (its
+  // views point into due_'s keys, which never move).
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
+  };
+  std::unordered_map<std::string, int64_t, KeyHash, std::equal_to<>> due_;
+  std::set<std::pair<int64_t, std::string_view>> index_;
+  std::string state_key_;
+};
+
+// The late topic of a join: its option, or "<application>.late".
+std::string JoinLateTopic(std::string_view option, std::string_view application);
+
+// Builds a join operator (constructed from the step, the application and the context) and
+// restores its index from the task's store. kCorruption/kIOError from the store.
+template <typename JoinOperator>
+Result<std::unique_ptr<Operator>> MakeKeyedTimeJoin(const Step& step, std::string_view application,
+                                                    TaskContext& ctx) {
+  auto op = std::make_unique<JoinOperator>(step, application, ctx);
+  WEIR_RETURN_IF_ERROR(op->Restore().WithContext("restoring join step " + step.name));
+  return std::unique_ptr<Operator>(std::move(op));
+}
+
+}  // namespace weir::dataflow
