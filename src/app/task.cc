@@ -306,16 +306,26 @@ Status Task::ProcessRedeliveries() {
     current_input_ = input;
     ProcessRecord(inputs_[input], batches[input], index, deliveries[input][index]);
   }
-  redelivered_ += static_cast<int64_t>(due.size());
+  for (const Redelivery& r : due) redelivered_ += r.deliveries > 1;  // not first deliveries
   return Status::OK();
 }
 
 std::string Task::SaveHeld() const {
   // "input:position:token:deliveries" per delivery, comma-separated; those waiting for their
-  // redelivery count as held.
+  // redelivery count as held. Records an input has read but the merge has not reached yet are
+  // saved too, as never delivered (its saved position is past them).
   // Sorted, so that a restart redelivers them in one order whatever the hash table's.
   std::vector<Redelivery> all(redeliveries_);
   for (Redelivery& r : all) --r.deliveries;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const Input& input = inputs_[i];
+    if (input.source->RedeliversItself()) continue;  // not acknowledged: the broker resends them
+    const dataflow::SourceBatch& batch = input.batch;
+    for (size_t k = input.next; k < batch.records.size(); ++k) {
+      all.push_back({static_cast<int32_t>(i), batch.positions[k],
+                     batch.reread_tokens.empty() ? batch.positions[k] : batch.reread_tokens[k], 0});
+    }
+  }
   for (const auto& [key, held] : held_) {
     const auto input = static_cast<size_t>(key >> 56);
     if (inputs_[input].source->RedeliversItself()) continue;  // the broker redelivers it
