@@ -56,7 +56,7 @@ Status KeyedTimeJoin::Restore() {
       return false;
     }
     Value copy = stored;  // JoinKeyState views a mutable value
-    Reindex(key, DueAt(JoinKeyState(copy)));
+    Reindex(key, std::nullopt, DueAt(JoinKeyState(copy)));
     return true;
   });
   if (!scanned.ok()) return scanned;
@@ -88,8 +88,9 @@ void KeyedTimeJoin::ProcessInput(int input, Record&& event) {
                                Value(Value::Array{}), Value(Value::Array{})});
   }
   JoinKeyState state(value);
+  const std::optional<int64_t> was_due = DueAt(state);
   Add(input, event, state);
-  Reindex(state_key_, DueAt(state));
+  Reindex(state_key_, was_due, DueAt(state));
 }
 
 void KeyedTimeJoin::OnWatermark(Watermark watermark) {
@@ -119,8 +120,10 @@ int64_t KeyedTimeJoin::Horizon(Watermark watermark) const {
 void KeyedTimeJoin::Sweep(int64_t horizon) {
   ctx_.CountExpiryVisits(1);  // the index's first entry: due or not
   while (!index_.empty() && index_.begin()->first <= horizon) {
-    const std::string state_key(index_.begin()->second);
-    Reindex(state_key, std::nullopt);
+    // The entry leaves the index while the key is expired and goes back with the new horizon:
+    // its node, and the key it owns, are reused.
+    auto entry = index_.extract(index_.begin());
+    const std::string& state_key = entry.value().second;
     ctx_.CountExpiryVisits(1);
     auto stored = StateOf(state_key);
     if (!stored.ok()) return Fail(stored.status());
@@ -128,7 +131,14 @@ void KeyedTimeJoin::Sweep(int64_t horizon) {
     auto key = MessageKey(state_key, state.serde());
     if (!key.ok()) return Fail(key.status());
     Expire(*key, horizon, state);
-    Settle(state_key, state);
+    if (state.empty()) {
+      store_.Delete(state_key);
+      continue;
+    }
+    if (std::optional<int64_t> due = DueAt(state)) {
+      entry.value().first = *due;
+      index_.insert(std::move(entry));
+    }
   }
 }
 
@@ -149,33 +159,23 @@ void KeyedTimeJoin::CloseEveryKey() {
     store_.Delete(state_key);
   }
   index_.clear();
-  due_.clear();
 }
 
-void KeyedTimeJoin::Settle(const std::string& state_key, const JoinKeyState& state) {
-  if (state.empty()) {
-    store_.Delete(state_key);
-    Reindex(state_key, std::nullopt);
+void KeyedTimeJoin::Reindex(std::string_view state_key, std::optional<int64_t> from,
+                            std::optional<int64_t> to) {
+  if (from == to) return;
+  // The entry is missing only when a sweep failed on this key (the step has failed, the batch
+  // goes on): the key is indexed anew, as a new key is.
+  auto it =
+      from ? index_.find(std::pair<int64_t, std::string_view>(*from, state_key)) : index_.end();
+  if (it == index_.end()) {
+    if (to) index_.emplace(*to, std::string(state_key));
     return;
   }
-  Reindex(state_key, DueAt(state));
-}
-
-void KeyedTimeJoin::Reindex(std::string_view state_key, std::optional<int64_t> due) {
-  auto it = due_.find(state_key);
-  if (it != due_.end()) {
-    if (due == it->second) return;
-    index_.erase({it->second, it->first});
-    if (!due) {
-      due_.erase(it);
-      return;
-    }
-    it->second = *due;
-  } else {
-    if (!due) return;
-    it = due_.emplace(std::string(state_key), *due).first;
-  }
-  index_.emplace(*due, it->first);
+  auto entry = index_.extract(it);
+  if (!to) return;
+  entry.value().first = *to;
+  index_.insert(std::move(entry));
 }
 
 }  // namespace weir::dataflow

@@ -10,6 +10,9 @@
 // join (an event to drop, a left to emit). It is rebuilt from the store when the task opens, and
 // a move of the horizon costs O(log n) per key that is due, never a scan of the stored keys. At
 // the end of input (Watermark::Max()) every key is closed and the state is cleared.
+// Per event the store is looked up once (the event's key) and once per key that falls due (plus a
+// delete when its state empties); the index holds each key's due horizon, which is DueAt of its
+// state, so an event's old entry is found from the state it is about to change.
 //
 // Threads: the task's. Lifecycle: built by the join's factory, which calls Restore.
 #pragma once
@@ -22,7 +25,6 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 
 #include "dataflow/graph.h"
@@ -103,22 +105,25 @@ class KeyedTimeJoin : public MultiInputOperator {
   Result<Value*> StateOf(std::string_view state_key);
   void Sweep(int64_t horizon);
   void CloseEveryKey();
-  // Deletes an empty state, else indexes the key by its state's due horizon.
-  void Settle(const std::string& state_key, const JoinKeyState& state);
-  void Reindex(std::string_view state_key, std::optional<int64_t> due);
+  // Moves a key's index entry from due horizon `from` to `to` (nullopt: not indexed).
+  void Reindex(std::string_view state_key, std::optional<int64_t> from, std::optional<int64_t> to);
 
   TaskContext& ctx_;
   state::KeyValueStore& store_;
   const int64_t grace_ms_;
   LateOutput late_;
-  // The due horizon of every key whose state has one, and the same ordered by horizon (its
-  // views point into due_'s keys, which never move).
-  struct KeyHash {
+  // (due horizon, state key) of every key whose state has one: DueAt of the state as stored.
+  // Ordered by horizon, then key; found by either half as a view (no key is copied to look).
+  using IndexEntry = std::pair<int64_t, std::string>;
+  struct DueOrder {
     using is_transparent = void;
-    size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      if (a.first != b.first) return a.first < b.first;
+      return std::string_view(a.second) < std::string_view(b.second);
+    }
   };
-  std::unordered_map<std::string, int64_t, KeyHash, std::equal_to<>> due_;
-  std::set<std::pair<int64_t, std::string_view>> index_;
+  std::set<IndexEntry, DueOrder> index_;
   std::string state_key_;
 };
 
