@@ -362,9 +362,19 @@ Status Task::RestoreHeld(std::string_view saved) {
     if (fields[0] < 0 || fields[0] >= static_cast<int64_t>(inputs_.size())) {
       return Status::Corruption("task " + id_ + ": held delivery of an unknown input");
     }
-    // Delivered again after the restart.
-    redeliveries_.push_back({static_cast<int32_t>(fields[0]), fields[1], fields[2],
-                             static_cast<int32_t>(fields[3]) + 1});
+    const auto input = static_cast<int32_t>(fields[0]);
+    if (fields[3] == 0) {
+      // Read but never merged: back at the head of its input, merged in event-time order with
+      // what comes next, as if the stop had not happened.
+      dataflow::SourceBatch& batch = inputs_[input].batch;
+      WEIR_ASSIGN_OR_RETURN(Record record, inputs_[input].source->Reread(fields[1], fields[2]));
+      batch.records.push_back(std::move(record));
+      batch.positions.push_back(fields[1]);
+      batch.reread_tokens.push_back(fields[2]);
+      continue;
+    }
+    // Held when the last run stopped: delivered again first.
+    redeliveries_.push_back({input, fields[1], fields[2], static_cast<int32_t>(fields[3]) + 1});
   }
   return Status::OK();
 }
