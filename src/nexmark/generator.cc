@@ -195,7 +195,10 @@ NexmarkGenerator::NexmarkGenerator(NexmarkConfig config)
     JavaRandom random(seed_mix_ ^ channel);
     std::string url = BaseUrl(random);
     if (random.NextInt(10) > 0) {
-      url += "&channel_id=" + std::to_string(std::abs(ReverseBits(channel)));
+      // Java's Math.abs(Integer.reverse(c)): INT_MIN stays INT_MIN (std::abs would overflow).
+      const int32_t reversed = ReverseBits(channel);
+      url += "&channel_id=" +
+             std::to_string(reversed == INT32_MIN ? int64_t{reversed} : std::abs(reversed));
     }
     channel_urls_.push_back(std::move(url));
   }
