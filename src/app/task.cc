@@ -83,6 +83,7 @@ Status Task::Open(int64_t checkpoint) {
     Input& input = inputs_[i];
     input.from_repartition = sub_.inputs[i].from_repartition();
     WEIR_ASSIGN_OR_RETURN(input.source, OpenSource(sub_.inputs[i]));
+    input.redelivers_itself = input.source->RedeliversItself();
     WEIR_ASSIGN_OR_RETURN(std::optional<std::string> position,
                           store_->GetMeta(SourcePositionMeta(i)));
     if (position) WEIR_RETURN_IF_ERROR(input.source->RestorePosition(*position));
@@ -228,8 +229,7 @@ Result<bool> Task::ProcessInputs(bool& all_ended) {
       input.root->Prefetch(input.batch.records[input.next + kPrefetchFar], 0);
     if (input.next + kPrefetchNear < size)
       input.root->Prefetch(input.batch.records[input.next + kPrefetchNear], 1);
-    current_input_ = static_cast<int32_t>(chosen);
-    ProcessRecord(input, input.batch, input.next++, 1);
+    ProcessRecord(static_cast<int32_t>(chosen), input.batch, input.next++, 1);
     ++input.records_in;
     ++processed;
   }
@@ -240,17 +240,19 @@ Result<bool> Task::ProcessInputs(bool& all_ended) {
   return processed > 0;
 }
 
-void Task::ProcessRecord(Input& input, dataflow::SourceBatch& batch, size_t index,
+void Task::ProcessRecord(int32_t input_index, dataflow::SourceBatch& batch, size_t index,
                          int32_t deliveries) {
+  Input& input = inputs_[input_index];
+  current_input_ = input_index;
   current_position_ = batch.positions[index];
-  current_token_ = batch.reread_tokens.empty() ? current_position_ : batch.reread_tokens[index];
-  current_identity_ = batch.identities.empty() ? current_position_ : batch.identities[index];
+  current_token_ = batch.reread_token(index);
+  current_identity_ = batch.identity(index);
   current_deliveries_ = deliveries;
   current_held_ = false;
   Record& record = batch.records[index];
   watermark_ = watermark_.Advance(record.timestamp);
   input.root->Process(std::move(record));
-  if (!current_held_ && input.source->RedeliversItself()) {
+  if (!current_held_ && input.redelivers_itself) {
     input.source->Resolve(current_position_, Resolution::kAck);
   }
 }
@@ -275,9 +277,9 @@ void Task::Resolve(const Delivery& delivery, Resolution resolution) {
   const Resolution final = held.nak        ? Resolution::kNak
                            : held.all_term ? Resolution::kTerm
                                            : Resolution::kAck;
-  dataflow::Source& source = *inputs_[delivery.input].source;
-  if (source.RedeliversItself()) {
-    source.Resolve(delivery.position, final);
+  Input& input = inputs_[delivery.input];
+  if (input.redelivers_itself) {
+    input.source->Resolve(delivery.position, final);
   } else if (final == Resolution::kNak) {
     redeliveries_.push_back({delivery.input, delivery.position, held.token, held.deliveries + 1});
   }
@@ -303,10 +305,9 @@ Status Task::ProcessRedeliveries() {
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
   for (const auto& [time, input, index] : order) {
-    current_input_ = input;
-    ProcessRecord(inputs_[input], batches[input], index, deliveries[input][index]);
+    ProcessRecord(input, batches[input], index, deliveries[input][index]);
   }
-  for (const Redelivery& r : due) redelivered_ += r.deliveries > 1;  // not first deliveries
+  redelivered_ += static_cast<int64_t>(due.size());
   return Status::OK();
 }
 
@@ -319,16 +320,15 @@ std::string Task::SaveHeld() const {
   for (Redelivery& r : all) --r.deliveries;
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const Input& input = inputs_[i];
-    if (input.source->RedeliversItself()) continue;  // not acknowledged: the broker resends them
+    if (input.redelivers_itself) continue;  // not acknowledged: the broker resends them
     const dataflow::SourceBatch& batch = input.batch;
     for (size_t k = input.next; k < batch.records.size(); ++k) {
-      all.push_back({static_cast<int32_t>(i), batch.positions[k],
-                     batch.reread_tokens.empty() ? batch.positions[k] : batch.reread_tokens[k], 0});
+      all.push_back({static_cast<int32_t>(i), batch.positions[k], batch.reread_token(k), 0});
     }
   }
   for (const auto& [key, held] : held_) {
     const auto input = static_cast<size_t>(key >> 56);
-    if (inputs_[input].source->RedeliversItself()) continue;  // the broker redelivers it
+    if (inputs_[input].redelivers_itself) continue;  // the broker redelivers it
     all.push_back({static_cast<int32_t>(key >> 56), static_cast<int64_t>(key & ((1ULL << 56) - 1)),
                    held.token, held.deliveries});
   }
@@ -420,7 +420,7 @@ Status Task::Rollback() { return store_->Rollback().WithContext("task " + id_ + 
 
 bool Task::HasSelfRedeliveringInput() const {
   for (const Input& input : inputs_) {
-    if (input.source->RedeliversItself()) return true;
+    if (input.redelivers_itself) return true;
   }
   return false;
 }

@@ -82,6 +82,7 @@ class Task : public dataflow::TaskContext {
     size_t next = 0;  // the next record of `batch` to process
     bool ended = false;
     bool from_repartition = false;
+    bool redelivers_itself = false;  // source->RedeliversItself(), read once
     int64_t records_in = 0;
   };
   // A record to deliver again: where it is, and how many times it was delivered.
@@ -106,7 +107,8 @@ class Task : public dataflow::TaskContext {
   // Merges the inputs' batches in event-time order, up to kBatchRecords records; returns
   // whether any came.
   Result<bool> ProcessInputs(bool& all_ended);
-  void ProcessRecord(Input& input, dataflow::SourceBatch& batch, size_t index, int32_t deliveries);
+  // Processes record `index` of `batch`, which came from input `input`.
+  void ProcessRecord(int32_t input, dataflow::SourceBatch& batch, size_t index, int32_t deliveries);
   // Feeds the records to deliver again (after a nak, or held when the last run stopped).
   Status ProcessRedeliveries();
   std::string SaveHeld() const;

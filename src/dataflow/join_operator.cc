@@ -32,20 +32,13 @@ class JoinOperator final : public MultiInputOperator, join::Resolver {
     assembler_->Add(input, join::Member{std::move(record), delivery, time}, trace_id);
     // The join's clock moves with the records that reach it, one at a time, so that what
     // times out does not depend on where batches end.
-    if (time > clock_) {
-      clock_ = time;
-      assembler_->Advance(clock_);
-    }
+    assembler_->Advance(time);
     EmitReady();
   }
 
   void OnWatermark(Watermark watermark) override {
     const EventTime clock(watermark.value());
-    // At the end of input, every call drains (records delivered again after a nak included).
-    if (clock > clock_ || clock == EventTime::Max()) {
-      clock_ = clock;
-      assembler_->Advance(clock_);
-    }
+    assembler_->Advance(clock);
     EmitReady();
     if (dedup_.count() > 0 && watermark != Watermark::Max() &&
         (last_dedup_sweep_ == EventTime::Min() ||
@@ -177,7 +170,6 @@ class JoinOperator final : public MultiInputOperator, join::Resolver {
   state::KeyValueStore& store_;
   std::unique_ptr<join::Assembler> assembler_;
   const std::chrono::milliseconds dedup_;  // 0: no dedup
-  EventTime clock_ = EventTime::Min();
   EventTime last_dedup_sweep_ = EventTime::Min();
 };
 

@@ -39,6 +39,10 @@ struct SourceBatch {
   // the message's identity across redeliveries (JetStream: the stream sequence, while the
   // position names one delivery).
   std::vector<int64_t> identities;
+  int64_t reread_token(size_t i) const {
+    return reread_tokens.empty() ? positions[i] : reread_tokens[i];
+  }
+  int64_t identity(size_t i) const { return identities.empty() ? positions[i] : identities[i]; }
   void Clear() {
     records.clear();
     positions.clear();

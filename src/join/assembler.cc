@@ -49,6 +49,14 @@ class AssemblerBase : public Assembler {
   AssemblerBase(const JoinOptions& options, std::vector<std::string> inputs, Resolver& resolver)
       : options_(options), inputs_(std::move(inputs)), resolver_(resolver) {}
 
+  // The clock only moves forward; at the end of input every call drains again (members
+  // delivered again after a nak included).
+  void Advance(EventTime clock) final {
+    if (clock <= clock_ && clock != EventTime::Max()) return;
+    clock_ = clock;
+    Sweep();
+  }
+
   std::optional<ReadyGroup> PopReady() override {
     if (ready_.empty()) return std::nullopt;
     ReadyGroup group = std::move(ready_.front());
@@ -56,9 +64,17 @@ class AssemblerBase : public Assembler {
     return group;
   }
 
-  bool StagedHolds(int input) const {
+  // Settles, times out and expires what the clock has reached.
+  virtual void Sweep() = 0;
+
+  // Whether a staged group, or one of `groups` (pending), holds a message of `input`.
+  template <typename Groups>
+  bool Holds(const Groups& groups, int input) const {
     for (const ReadyGroup& g : ready_) {
       if (g.members[input].has_value() || !g.samples[input].empty()) return true;
+    }
+    for (const auto& [id, g] : groups) {
+      if (g.members[input].has_value()) return true;
     }
     return false;
   }
@@ -74,6 +90,7 @@ class AssemblerBase : public Assembler {
   const std::vector<std::string> inputs_;
   Resolver& resolver_;
   std::deque<ReadyGroup> ready_;
+  EventTime clock_ = EventTime::Min();  // the largest time seen (Max: the end of input)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -119,13 +136,13 @@ class TraceAssembler final : public AssemblerBase {
     }
   }
 
-  void Advance(EventTime clock) override {
-    if (options_.timeout.count() <= 0 && clock != EventTime::Max()) return;
+  void Sweep() override {
+    if (options_.timeout.count() <= 0 && clock_ != EventTime::Max()) return;
     while (!by_time_.empty()) {
       auto [time, created] = *by_time_.begin();
-      if (!Past(clock, time, options_.timeout)) break;
+      if (!Past(clock_, time, options_.timeout)) break;
       Evict(groups_.find(by_creation_.at(created)), options_.missing,
-            clock == EventTime::Max() ? "join: end of input" : "join timeout");
+            clock_ == EventTime::Max() ? "join: end of input" : "join timeout");
     }
   }
 
@@ -140,13 +157,7 @@ class TraceAssembler final : public AssemblerBase {
     }
   }
 
-  bool HasPendingFrom(int input) const override {
-    if (StagedHolds(input)) return true;
-    for (const auto& [id, g] : groups_) {
-      if (g.members[input].has_value()) return true;
-    }
-    return false;
-  }
+  bool HasPendingFrom(int input) const override { return Holds(groups_, input); }
 
   size_t pending_groups() const override { return groups_.size(); }
 
@@ -259,8 +270,7 @@ class TimeAssembler final : public AssemblerBase {
     if (settle_.count() == 0) SettleUpTo(clock_);
   }
 
-  void Advance(EventTime clock) override {
-    if (clock > clock_) clock_ = clock;
+  void Sweep() override {
     SettleUpTo(clock_);
     if (options_.timeout.count() > 0 || clock_ == EventTime::Max()) {
       while (!incomplete_.empty()) {
@@ -282,12 +292,8 @@ class TimeAssembler final : public AssemblerBase {
   }
 
   bool HasPendingFrom(int input) const override {
-    if (StagedHolds(input)) return true;
-    if (is_collect(input)) return !collected_[input].empty();
-    for (const auto& [id, g] : groups_) {
-      if (g.members[input].has_value()) return true;
-    }
-    return false;
+    if (is_collect(input) && !collected_[input].empty()) return true;
+    return Holds(groups_, input);
   }
 
   size_t pending_groups() const override { return groups_.size(); }
@@ -355,14 +361,13 @@ class TimeAssembler final : public AssemblerBase {
       Stage(id);
       return;
     }
-    std::vector<bool> present;
+    // The synchronized inputs it had, and those it lacked.
+    std::vector<bool> present(inputs_.size()), missing(inputs_.size());
     for (size_t i = 0; i < inputs_.size(); ++i) {
-      present.push_back(!is_collect(static_cast<int>(i)) && g.members[i].has_value());
+      const bool sync = !is_collect(static_cast<int>(i));
+      present[i] = sync && g.members[i].has_value();
+      missing[i] = sync && !g.members[i].has_value();
     }
-    std::vector<bool> sync(present.size());
-    for (size_t i = 0; i < sync.size(); ++i) sync[i] = !is_collect(static_cast<int>(i));
-    std::vector<bool> missing(present.size());
-    for (size_t i = 0; i < sync.size(); ++i) missing[i] = sync[i] && !present[i];
     const std::string reason = std::string(why) + ", below quorum " + std::to_string(quorum_) +
                                ": group at " + std::to_string(g.time.value()) + " had " +
                                Names(inputs_, present, true) + ", missing " +
@@ -446,7 +451,6 @@ class TimeAssembler final : public AssemblerBase {
   int64_t collect_cap_ = 0;
   std::chrono::milliseconds settle_{0};
   std::chrono::milliseconds retention_{0};
-  EventTime clock_ = EventTime::Min();
 
   std::map<int64_t, Group> groups_;                     // by id: oldest first
   std::set<std::pair<EventTime, int64_t>> by_time_;     // every pending group

@@ -73,8 +73,9 @@ class Assembler {
 
   // A member of `input`; `trace_id` is its correlation id (trace mode; ignored in time mode).
   virtual void Add(int input, Member member, std::string_view trace_id) = 0;
-  // The join's clock: the largest event time seen (EventTime::Max() at the end of input).
-  // Settles complete groups, times out old ones, drops stale collect samples.
+  // The join's clock: the largest event time seen (EventTime::Max() at the end of input); an
+  // earlier time leaves it where it is. Settles complete groups, times out old ones, drops stale
+  // collect samples; at Max, drains everything, each time it is called.
   virtual void Advance(EventTime clock) = 0;
   // `input` has ended: groups still missing it can never complete, so they are treated as
   // timed out now (quorum emission or eviction).
