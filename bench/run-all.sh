@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark of BENCHMARKS.md on this machine, REPEAT times each (default 3), and
-# prints the machine and each run's figures. Builds first. Not part of the tests.
+# prints the machine and each run's figures, then the Nexmark queries once (bench/nexmark/run.sh,
+# which also draws bench/nexmark/nexmark.png). Builds first. Not part of the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPEAT="${REPEAT:-3}"
@@ -33,3 +34,7 @@ done; done
 echo; echo "== segment files vs RocksDB as the log's backend (Google Benchmark)"
 ninja -C build log_benchmark >/dev/null
 build/src/log/log_benchmark --benchmark_min_time=0.5
+echo; echo "== Nexmark queries, each verified against DuckDB, beside Flink 1.13's published figures"
+# Once, not REPEAT times: ten queries at 10M events plus a fixed-rate run each take a while.
+# Last, so that a query failing verification (the script exits 1) hides no other figure.
+WEIR=$weir bench/nexmark/run.sh
