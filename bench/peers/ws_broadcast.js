@@ -4,7 +4,8 @@
 // every other client whose readyState is OPEN. Subscribers connect to /sub and only listen; the
 // publisher connects to /pub. perMessageDeflate stays off (the ws server's default since 8.0).
 //
-//   node ws_broadcast.js PORT    (listens on 127.0.0.1; NODE_PATH=/usr/share/nodejs for Debian's ws)
+//   node ws_broadcast.js PORT    (listens on 127.0.0.1; run.sh sets NODE_PATH to npm's ws, with
+//                                 bufferutil, in build-peers/npm/node_modules)
 'use strict';
 
 const WebSocket = require('ws');
