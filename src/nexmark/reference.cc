@@ -1,7 +1,10 @@
 #include "nexmark/reference.h"
 
+#include <algorithm>
+#include <future>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "nexmark/canonical_row.h"
 
@@ -91,8 +94,21 @@ Status LoadEvents(sql::Database& db, const NexmarkGenerator& generator, int64_t 
   WEIR_ASSIGN_OR_RETURN(sql::Appender auction, db.Appender("auction"));
   WEIR_ASSIGN_OR_RETURN(sql::Appender bid, db.Appender("bid"));
   EventTables tables(std::move(person), std::move(auction), std::move(bid));
-  for (int64_t n = 0; n < events; ++n) {
-    WEIR_RETURN_IF_ERROR(tables.Append(generator.EventAt(n)));
+  // Generating an event costs about as much as appending it: the next batch is generated on
+  // another thread while this one appends the current batch.
+  constexpr int64_t kBatch = 16384;
+  auto generate = [&generator, events](int64_t from) {
+    std::vector<Event> batch;
+    const int64_t to = std::min(from + kBatch, events);
+    batch.reserve(static_cast<size_t>(to - from));
+    for (int64_t n = from; n < to; ++n) batch.push_back(generator.EventAt(n));
+    return batch;
+  };
+  std::future<std::vector<Event>> next = std::async(std::launch::async, generate, 0);
+  for (int64_t from = 0; from < events; from += kBatch) {
+    std::vector<Event> batch = next.get();
+    if (from + kBatch < events) next = std::async(std::launch::async, generate, from + kBatch);
+    for (const Event& event : batch) WEIR_RETURN_IF_ERROR(tables.Append(event));
   }
   return tables.Close();
 }
