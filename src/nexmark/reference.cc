@@ -140,7 +140,8 @@ std::string ReferenceSql(Query query) {
              " SELECT c.auction, c.num, c.window_start FROM counts c JOIN maxima m"
              " ON c.window_start = m.window_start AND c.num = m.max_num";
     case Query::kQ7:
-      return "WITH windowed AS (SELECT *, dateTime // 10000 * 10000 AS window_start FROM bid),"
+      return "WITH windowed AS (SELECT auction, price, bidder, dateTime, extra,"
+             " dateTime // 10000 * 10000 AS window_start FROM bid),"
              " maxima AS (SELECT window_start, MAX(price) AS max_price FROM windowed GROUP BY ALL)"
              " SELECT b.auction, b.price, b.bidder, b.dateTime, b.extra FROM windowed b"
              " JOIN maxima m ON b.window_start = m.window_start AND b.price = m.max_price";
