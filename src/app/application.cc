@@ -65,6 +65,17 @@ Stream Application::FromGenerator(GeneratorOptions options) {
   return Stream(graph_.get(), graph_->Add(std::move(s)));
 }
 
+Stream Application::FromNexmark(NexmarkSourceOptions options) {
+  if (options.partitions < 1) graph_->Fail("nexmark partitions must be >= 1");
+  if (options.events < -1) graph_->Fail("nexmark events must be >= 0 (or -1: unbounded)");
+  Status config = dataflow::NexmarkConfigOf(options).Validate();
+  if (!config.ok()) graph_->Fail("nexmark " + config.message());
+  dataflow::Step s;
+  s.kind = dataflow::StepKind::kNexmarkSource;
+  s.nexmark = std::move(options);
+  return Stream(graph_.get(), graph_->Add(std::move(s)));
+}
+
 Stream Application::FromJetStream(JetStreamSourceOptions options) {
   if (options.stream.empty() || options.durable.empty()) {
     graph_->Fail("a JetStream source needs a stream and a durable consumer name");

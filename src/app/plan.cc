@@ -27,6 +27,8 @@ Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& opt
   for (const Step& s : graph.steps) {
     if (s.kind == StepKind::kGeneratorSource)
       widest_source = std::max(widest_source, s.generator.partitions);
+    if (s.kind == StepKind::kNexmarkSource)
+      widest_source = std::max(widest_source, s.nexmark.partitions);
     if (s.kind == StepKind::kTopicSource) {
       WEIR_ASSIGN_OR_RETURN(log::Topic * topic, log.GetTopic(s.topic_source.topic));
       widest_source = std::max(widest_source, topic->num_partitions());
@@ -93,6 +95,9 @@ Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& opt
         break;
       case StepKind::kGeneratorSource:
         partitions = std::max<int32_t>(1, root.generator.partitions);
+        break;
+      case StepKind::kNexmarkSource:
+        partitions = std::max<int32_t>(1, root.nexmark.partitions);
         break;
       case StepKind::kTopicSource: {
         WEIR_ASSIGN_OR_RETURN(log::Topic * topic, log.GetTopic(root.topic_source.topic));

@@ -26,9 +26,11 @@
 #include "app/data_dir.h"
 #include "app/manifest.h"
 #include "app/plan.h"
+#include "app/task_alignment.h"
 #include "dataflow/clickstream.h"
 #include "dataflow/graph.h"
 #include "dataflow/outputs.h"
+#include "dataflow/sources.h"
 #include "log/log.h"
 #include "serve/server.h"
 #include "weir/application.h"
@@ -59,6 +61,14 @@ class Runtime {
   }
   std::shared_ptr<const dataflow::ClickstreamModel> GeneratorModel(int step) {
     return generator_models_.at(step);
+  }
+  std::shared_ptr<const nexmark::NexmarkGenerator> NexmarkModel(int step) {
+    return nexmark_models_.at(step);
+  }
+  // The alignment of a sub-topology's tasks, or nullptr when max_task_drift is off.
+  TaskAlignment* AlignmentOf(const SubTopology& sub) {
+    auto it = alignments_.find(&sub);
+    return it == alignments_.end() ? nullptr : it->second.get();
   }
   bool IsSinkTopic(const std::string& topic) const { return plan_.sink_topics.count(topic) > 0; }
   std::filesystem::path TaskDir(const std::string& task_id) const;
@@ -96,6 +106,8 @@ class Runtime {
   std::unique_ptr<dataflow::SharedFile> stdout_;
   std::map<std::string, std::unique_ptr<std::atomic<bool>>> end_of_input_;
   std::map<int, std::shared_ptr<const dataflow::ClickstreamModel>> generator_models_;
+  std::map<int, std::shared_ptr<const nexmark::NexmarkGenerator>> nexmark_models_;
+  std::map<const SubTopology*, std::unique_ptr<TaskAlignment>> alignments_;
   std::vector<std::unique_ptr<Task>> tasks_;
   std::vector<std::thread> workers_;
   int worker_count_ = 1;

@@ -133,6 +133,9 @@ Result<std::unique_ptr<dataflow::Source>> Task::OpenSource(const SubTopologyInpu
     case dataflow::StepKind::kGeneratorSource:
       return dataflow::OpenGeneratorSource(runtime_.GeneratorModel(input.root_step), partition_,
                                            root.generator.max_rate);
+    case dataflow::StepKind::kNexmarkSource:
+      return dataflow::OpenNexmarkSource(runtime_.NexmarkModel(input.root_step), root.nexmark,
+                                         partition_);
     case dataflow::StepKind::kJetStreamSource:
       return nats::OpenJetStreamSource(root.jetstream_source);
     case dataflow::StepKind::kGroupBy: {
@@ -148,6 +151,8 @@ Result<std::unique_ptr<dataflow::Source>> Task::OpenSource(const SubTopologyInpu
 
 Result<bool> Task::RunBatch() {
   if (finished_) return false;
+  TaskAlignment* alignment = runtime_.AlignmentOf(sub_);
+  if (alignment && alignment->HoldsBack(partition_.value(), watermark_)) return false;
   Watermark before = watermark_;
   const bool redelivered = !redeliveries_.empty();
   if (redelivered) WEIR_RETURN_IF_ERROR(ProcessRedeliveries());
@@ -172,8 +177,9 @@ Result<bool> Task::RunBatch() {
     WEIR_RETURN_IF_ERROR(input.root->TakeError().WithContext("task " + id_));
   }
   WEIR_RETURN_IF_ERROR(FlushOutputs());
-  if (all_ended && redeliveries_.empty()) {
-    finished_ = true;
+  if (all_ended && redeliveries_.empty()) finished_ = true;
+  if (alignment) alignment->Publish(partition_.value(), watermark_, finished_);
+  if (finished_) {
     runtime_.NotifyTaskFinished();
     return true;
   }

@@ -48,8 +48,9 @@ GeneratorOptions BenchGenerator(const BenchArgs& args) {
 
 }  // namespace
 
-Status ForEachOutput(const std::string& data_dir, const std::string& topic_name,
-                     const std::function<Status(const log::StoredRecord&, const Value&)>& check) {
+Status ForEachOutput(
+    const std::string& data_dir, const std::string& topic_name,
+    const std::function<Status(PartitionId, const log::StoredRecord&, const Value&)>& check) {
   WEIR_ASSIGN_OR_RETURN(LocalLog local, LocalLog::Open(data_dir));
   WEIR_ASSIGN_OR_RETURN(log::Topic * topic, local.log->GetTopic(topic_name));
   for (int32_t p = 0; p < topic->num_partitions(); ++p) {
@@ -60,7 +61,7 @@ Status ForEachOutput(const std::string& data_dir, const std::string& topic_name,
       for (const log::StoredRecord& r : records) {
         auto value = Value::Parse(r.value);
         if (!value.ok()) return Status::Internal("bad output record in " + topic_name);
-        WEIR_RETURN_IF_ERROR(check(r, *value));
+        WEIR_RETURN_IF_ERROR(check(PartitionId(p), r, *value));
       }
     }
   }
@@ -208,7 +209,7 @@ int BenchPipeline(const BenchArgs& args) {
   std::map<std::string, int64_t> seen;
   int64_t outputs = 0;
   Status checked = ForEachOutput(
-      dir.path(), "bench.counts", [&](const log::StoredRecord& r, const Value& value) {
+      dir.path(), "bench.counts", [&](PartitionId, const log::StoredRecord& r, const Value& value) {
         if (!value.Find("count")) return Status::Internal("bad output record");
         int64_t& last = seen[std::string(r.key)];
         const int64_t count = value.Find("count")->as_int();
@@ -279,13 +280,14 @@ int BenchWindows(const BenchArgs& args) {
   // Check: every admitted event is counted in its windows: once for tumbling and session
   // windows, size/step times for hopping ones (fewer only where one of them had closed).
   int64_t windows = 0, counted = 0;
-  Status checked =
-      ForEachOutput(dir.path(), "bench.windows", [&](const log::StoredRecord&, const Value& value) {
-        if (!value.Find("n")) return Status::Internal("bad window result");
-        counted += value.Find("n")->as_int();
-        ++windows;
-        return Status::OK();
-      });
+  Status checked = ForEachOutput(dir.path(), "bench.windows",
+                                 [&](PartitionId, const log::StoredRecord&, const Value& value) {
+                                   if (!value.Find("n"))
+                                     return Status::Internal("bad window result");
+                                   counted += value.Find("n")->as_int();
+                                   ++windows;
+                                   return Status::OK();
+                                 });
   if (!checked.ok()) return Fail(checked);
   const int64_t admitted = summary->records_in - summary->late;
   const int64_t per_event = args.window == "hopping" ? definition.size() / definition.step() : 1;

@@ -144,7 +144,8 @@ Status CheckGroups(const std::string& data_dir, const SensorPlan& plan, int32_t 
   }
   const int64_t window = plan.period_ms / 2;
   WEIR_RETURN_IF_ERROR(ForEachOutput(
-      data_dir, "bench.groups", [&](const log::StoredRecord&, const Value& g) -> Status {
+      data_dir, "bench.groups",
+      [&](PartitionId, const log::StoredRecord&, const Value& g) -> Status {
         ++groups;
         int64_t seq = -1;
         int present = 0;
@@ -328,8 +329,8 @@ int BenchIntervalJoin(const BenchArgs& args) {
     }
   }
   int64_t pairs = 0;
-  Status checked =
-      ForEachOutput(dir.path(), "bench.pairs", [&](const log::StoredRecord&, const Value& v) {
+  Status checked = ForEachOutput(
+      dir.path(), "bench.pairs", [&](PartitionId, const log::StoredRecord&, const Value& v) {
         const int64_t lt = v.FindPath("left.ts")->as_int();
         const int64_t rt = v.FindPath("right.ts")->as_int();
         if (rt < lt - bound.count() || rt > lt + bound.count() ||

@@ -37,9 +37,10 @@ class BenchDir {
 };
 
 // Reads every record of `topic` in the data directory, partition by partition, and hands each
-// value, parsed, to `check` with its record; the first error (the log's or `check`'s) stops it.
-// REQUIRES: no application holds the data directory.
-Status ForEachOutput(const std::string& data_dir, const std::string& topic_name,
-                     const std::function<Status(const log::StoredRecord&, const Value&)>& check);
+// value, parsed, to `check` with its partition and record; the first error (the log's or `check`'s)
+// stops it. REQUIRES: no application holds the data directory.
+Status ForEachOutput(
+    const std::string& data_dir, const std::string& topic_name,
+    const std::function<Status(PartitionId, const log::StoredRecord&, const Value&)>& check);
 
 }  // namespace weir::cli

@@ -103,11 +103,19 @@ struct BenchArgs {
   // Joins: "time" (input-group assembly of sensors) or "interval".
   std::string join = "time";
   int sync_hz = 100;  // the synchronized sensors' rate
+  // Nexmark: the query, the wall-clock rate of a live run (0: as fast as possible), the
+  // event-time rate of the generator otherwise, and the windows' grace.
+  std::string query = "q0";
+  double rate = 0;
+  double event_rate = 10'000;
+  int64_t grace_ms = 4'000;
+  int64_t checkpoint_ms = 1'000;  // outputs are visible once checkpointed
 };
 int BenchLog(const BenchArgs& args);
 int BenchPipeline(const BenchArgs& args);
 int BenchWindows(const BenchArgs& args);
 int BenchJoin(const BenchArgs& args);
+int BenchNexmark(const BenchArgs& args);
 
 // Ctrl-C / SIGTERM: the first asks `on_stop` to stop cleanly; the second exits at once.
 void InstallStopHandler(std::function<void()> on_stop);

@@ -183,8 +183,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_join->add_option("--events", bench.records, "Input messages, all inputs together")
       ->capture_default_str();
-  bench_join->add_option("--sync-hz", bench.sync_hz, "Time mode: the synchronized sensors' rate (at most 200 Hz: timestamps are in ms, "
-                   "and the tolerance must stay below half a period)")
+  bench_join
+      ->add_option(
+          "--sync-hz", bench.sync_hz,
+          "Time mode: the synchronized sensors' rate (at most 200 Hz: timestamps are in ms, "
+          "and the tolerance must stay below half a period)")
       ->check(CLI::Range(1, 200))
       ->capture_default_str();
   bench_join->add_option("--keys", bench.users, "Interval join: distinct keys")
@@ -192,6 +195,34 @@ int main(int argc, char** argv) {
   bench_join->add_option("--partitions", bench.partitions, "Partitions (tasks)")
       ->capture_default_str();
   bench_join->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
+
+  CLI::App* bench_nexmark = bench_cmd->add_subcommand(
+      "nexmark", "A Nexmark query over the in-process generator, checked against DuckDB");
+  bench_nexmark->add_option("--query", bench.query, "q0 q1 q2 q3 q4 q5 q7 q8 q11 q12")
+      ->capture_default_str();
+  bench_nexmark->add_option("--events", bench.records, "Events generated")->capture_default_str();
+  bench_nexmark
+      ->add_option("--rate", bench.rate,
+                   "Events/s, live (event time = wall clock), with latency measured; 0: as fast "
+                   "as possible")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_nexmark
+      ->add_option("--event-rate", bench.event_rate,
+                   "Events per second of event time when not live (the reference's default)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_nexmark->add_option("--grace-ms", bench.grace_ms, "Out-of-orderness windows accept")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_nexmark
+      ->add_option("--checkpoint-ms", bench.checkpoint_ms,
+                   "Checkpoint interval: outputs are served once checkpointed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_nexmark->add_option("--partitions", bench.partitions, "Source partitions (tasks)")
+      ->capture_default_str();
+  bench_nexmark->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -223,5 +254,6 @@ int main(int argc, char** argv) {
   if (bench_pipeline->parsed()) return BenchPipeline(bench);
   if (bench_windows->parsed()) return BenchWindows(bench);
   if (bench_join->parsed()) return BenchJoin(bench);
+  if (bench_nexmark->parsed()) return BenchNexmark(bench);
   return 2;
 }

@@ -12,6 +12,8 @@ std::string_view StepKindName(StepKind kind) {
       return "topic-source";
     case StepKind::kGeneratorSource:
       return "generator";
+    case StepKind::kNexmarkSource:
+      return "nexmark";
     case StepKind::kJetStreamSource:
       return "jetstream-source";
     case StepKind::kMap:
@@ -48,7 +50,8 @@ std::string_view StepKindName(StepKind kind) {
 
 bool IsSource(StepKind kind) {
   return kind == StepKind::kFileSource || kind == StepKind::kTopicSource ||
-         kind == StepKind::kGeneratorSource || kind == StepKind::kJetStreamSource;
+         kind == StepKind::kGeneratorSource || kind == StepKind::kNexmarkSource ||
+         kind == StepKind::kJetStreamSource;
 }
 
 bool IsSink(StepKind kind) {
@@ -87,6 +90,13 @@ std::string Step::Describe() const {
            " active=" + std::to_string(generator.active_fraction) +
            " disorder=" + std::to_string(generator.max_out_of_order_ms) +
            " start=" + std::to_string(generator.start_time_ms);
+      break;
+    case StepKind::kNexmarkSource:
+      d += " partitions=" + std::to_string(nexmark.partitions) +
+           " first=" + std::to_string(nexmark.first_event_ms) +
+           " rate=" + std::to_string(nexmark.events_per_second) +
+           " seed=" + std::to_string(nexmark.seed) +
+           " disorder=" + std::to_string(nexmark.out_of_order_group_size);
       break;
     case StepKind::kJetStreamSource:
       d += " stream=" + jetstream_source.stream + " subject=" + jetstream_source.subject +

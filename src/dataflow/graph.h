@@ -21,6 +21,7 @@ enum class StepKind {
   kFileSource,
   kTopicSource,
   kGeneratorSource,
+  kNexmarkSource,
   kJetStreamSource,
   kMap,
   kFilter,
@@ -78,6 +79,7 @@ struct Step {
   FileSourceOptions file_source;
   TopicSourceOptions topic_source;
   GeneratorOptions generator;
+  NexmarkSourceOptions nexmark;
   JetStreamSourceOptions jetstream_source;
   std::function<Value(const Value&)> map;
   std::function<bool(const Value&)> filter;

@@ -253,6 +253,7 @@ std::unique_ptr<Operator> MakeStatelessOrKeyedOperator(const Step& step,
     case StepKind::kFileSource:
     case StepKind::kTopicSource:
     case StepKind::kGeneratorSource:
+    case StepKind::kNexmarkSource:
     case StepKind::kJetStreamSource:
     case StepKind::kJoin:
     case StepKind::kIntervalJoin:

@@ -327,6 +327,74 @@ class GeneratorSource : public Source {
   RateLimiter limiter_;
 };
 
+// Position k is the partition's k-th event, event number partition + k * partitions.
+class NexmarkSource : public Source {
+ public:
+  NexmarkSource(std::shared_ptr<const nexmark::NexmarkGenerator> model,
+                const NexmarkSourceOptions& options, PartitionId partition)
+      : model_(std::move(model)),
+        partition_(partition),
+        stride_(options.partitions),
+        end_(options.events < 0 ? -1
+                                : (options.events - partition.value() + stride_ - 1) / stride_),
+        real_time_(options.real_time) {}
+
+  Result<PollResult> Poll(size_t max, SourceBatch& batch, TaskContext&) override {
+    if (end_ >= 0 && next_ >= end_) return PollResult::kEnd;
+    const size_t n = end_ >= 0 ? std::min<int64_t>(max, end_ - next_) : max;
+    const int64_t now_ms = real_time_ ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::system_clock::now().time_since_epoch())
+                                            .count()
+                                      : INT64_MAX;
+    for (size_t i = 0; i < n; ++i, ++next_) {
+      Record record = RecordAt(next_);
+      if (record.timestamp.value() > now_ms) break;
+      batch.records.push_back(std::move(record));
+      batch.positions.push_back(next_);
+    }
+    return batch.records.empty() ? PollResult::kIdle : PollResult::kRecords;
+  }
+
+  Result<Record> Reread(int64_t position, int64_t) override { return RecordAt(position); }
+
+  std::string SavePosition() const override { return std::to_string(next_); }
+
+  Status RestorePosition(std::string_view saved) override {
+    auto r = std::from_chars(saved.data(), saved.data() + saved.size(), next_);
+    if (r.ec != std::errc() || r.ptr != saved.data() + saved.size()) {
+      return Status::Corruption(Describe() + ": bad saved position");
+    }
+    return Status::OK();
+  }
+
+  std::string Describe() const override {
+    return "nexmark partition " + std::to_string(partition_.value());
+  }
+
+  Value PositionValue(int64_t position) const override {
+    return Value::MakeObject(
+        {{"partition", Value(partition_.value())}, {"event", Value(EventNumber(position))}});
+  }
+
+ private:
+  int64_t EventNumber(int64_t position) const { return partition_.value() + position * stride_; }
+
+  Record RecordAt(int64_t position) const {
+    nexmark::Event event = model_->EventAt(EventNumber(position));
+    Record record;
+    record.timestamp = event.timestamp;
+    record.value = event.ToValue();
+    return record;
+  }
+
+  std::shared_ptr<const nexmark::NexmarkGenerator> model_;
+  PartitionId partition_;
+  int64_t stride_;
+  int64_t end_;  // positions in this partition; -1: unbounded
+  int64_t next_ = 0;
+  bool real_time_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<Source>> OpenFileSource(const FileSourceOptions& options) {
@@ -367,5 +435,20 @@ Result<Record> Source::Reread(int64_t, int64_t) {
 }
 
 void Source::Resolve(int64_t, Resolution) {}
+
+nexmark::NexmarkConfig NexmarkConfigOf(const NexmarkSourceOptions& options) {
+  nexmark::NexmarkConfig config;
+  config.first_event_ms = options.first_event_ms;
+  config.events_per_second = options.events_per_second;
+  config.seed = options.seed;
+  config.out_of_order_group_size = options.out_of_order_group_size;
+  return config;
+}
+
+std::unique_ptr<Source> OpenNexmarkSource(std::shared_ptr<const nexmark::NexmarkGenerator> model,
+                                          const NexmarkSourceOptions& options,
+                                          PartitionId partition) {
+  return std::make_unique<NexmarkSource>(std::move(model), options, partition);
+}
 
 }  // namespace weir::dataflow

@@ -19,6 +19,7 @@
 #include "dataflow/json_records.h"
 #include "dataflow/task_context.h"
 #include "log/log.h"
+#include "nexmark/generator.h"
 #include "weir/record.h"
 #include "weir/stream.h"
 
@@ -113,5 +114,14 @@ Result<std::unique_ptr<Source>> OpenTopicSource(log::LogStore& log,
 // One partition of the clickstream generator.
 std::unique_ptr<Source> OpenGeneratorSource(std::shared_ptr<const ClickstreamModel> model,
                                             PartitionId partition, double max_rate);
+
+// The generator's model for a source's options (the reference's defaults for the rest).
+nexmark::NexmarkConfig NexmarkConfigOf(const NexmarkSourceOptions& options);
+
+// One partition of the Nexmark generator: the events n = partition, partition + partitions, ...
+// below options.events (all of them if -1), as NexmarkSourceOptions says.
+std::unique_ptr<Source> OpenNexmarkSource(std::shared_ptr<const nexmark::NexmarkGenerator> model,
+                                          const NexmarkSourceOptions& options,
+                                          PartitionId partition);
 
 }  // namespace weir::dataflow

@@ -1,0 +1,316 @@
+#include "cli/nexmark_queries.h"
+
+#include <cmath>
+
+#include "weir/window.h"
+
+namespace weir::nexmark {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Generated events always carry every field of their type.
+int64_t Int(const Value& v, std::string_view field) { return v.Find(field)->as_int(); }
+const Value& Field(const Value& v, std::string_view field) { return *v.Find(field); }
+bool IsType(const Value& v, std::string_view type) { return v.Find("type")->as_string() == type; }
+
+Stream Bids(Stream source) {
+  return source.Filter([](const Value& v) { return IsType(v, "bid"); }, "bids");
+}
+
+// The bid columns q0 and q1 emit: auction, bidder, price, dateTime, extra.
+Value BidRow(const Value& bid, Value price) {
+  return Value(Value::Object{{"auction", Field(bid, "auction")},
+                             {"bidder", Field(bid, "bidder")},
+                             {"price", std::move(price)},
+                             {"dateTime", Field(bid, "dateTime")},
+                             {"extra", Field(bid, "extra")}});
+}
+
+constexpr int64_t kWindowMs = 10'000;
+
+// Every window of this size that contains t starts at (t / size) * size (t >= 0).
+int64_t TumbleStart(int64_t t) { return t - t % kWindowMs; }
+
+// An interval join wide enough to match every pair of a key, whenever its members come.
+constexpr milliseconds kUnbounded = std::chrono::hours(24 * 365 * 50);
+
+// q5 and q7 combine 10 s windows of several tasks in a second window. When an input ends, a
+// task closes all its windows at once, up to one window size ahead of what another task, not yet
+// at its end, still has to emit; the second stage's grace covers that as well.
+milliseconds SecondStageGrace(milliseconds grace) { return grace + milliseconds(kWindowMs); }
+
+// q5 and q7: the rows of one window with the largest value, {"max": <largest>, "rows": [...]}.
+// `lift` turns a record value into that form: one row, or a partial answer of an earlier stage,
+// so a second stage can combine the first stage's answers.
+AggregatorPtr TopRows(std::function<Value(const Value&)> lift) {
+  auto merge = [](const Value& acc, const Value& other) {
+    const int64_t a = Int(acc, "max"), b = Int(other, "max");
+    if (b < a) return acc;
+    if (b > a) return other;
+    Value merged = acc;
+    Value::Array& rows = merged.Find("rows")->as_array();
+    for (const Value& row : Field(other, "rows").as_array()) rows.push_back(row);
+    return merged;
+  };
+  return agg::Reduce(
+      [lift, merge](const Value& acc, const Value& v) { return merge(acc, lift(v)); }, lift, merge);
+}
+
+Value OneTopRow(const Value& max, const Value& row) {
+  return Value(Value::Object{{"max", max}, {"rows", Value(Value::Array{row})}});
+}
+
+// The rows of a window's TopRows result `top`.
+std::vector<Value> TopRowsOf(const Value& window) {
+  return Field(Field(window, "top"), "rows").as_array();
+}
+
+}  // namespace
+
+int64_t MaxAuctionLengthMs(const NexmarkConfig& model) {
+  // AuctionGenerator.nextAuctionLengthMs: 1 + uniform [0, 2h) where h is the time until
+  // num_in_flight_auctions more auctions; h is at most this (rounding of event times included).
+  const double events = static_cast<double>(model.num_in_flight_auctions) *
+                        static_cast<double>(kProportionDenominator) /
+                        static_cast<double>(kAuctionProportion);
+  const int64_t horizon =
+      static_cast<int64_t>(std::ceil(events * 1e3 / model.events_per_second)) + 1;
+  return 2 * horizon + 1;
+}
+
+int64_t CompletionDelayMs(Query query, const QueryOptions& options) {
+  const int64_t grace = options.grace.count();
+  switch (query) {
+    case Query::kQ0:
+    case Query::kQ1:
+    case Query::kQ2:
+    case Query::kQ3:
+      return 0;
+    case Query::kQ4:  // the session of an auction's bids (timestamp: its last bid)
+      return MaxAuctionLengthMs(options.model) + 1 + grace;
+    case Query::kQ11:
+      return 10'000 + 1 + grace;
+    case Query::kQ5:  // window results, timestamp end - 1
+    case Query::kQ7:
+    case Query::kQ8:
+    case Query::kQ12:
+      return 1 + grace;
+  }
+  return 0;
+}
+
+void AddQuery(Query query, Stream source, const QueryOptions& options) {
+  const std::string& out = options.output_topic;
+  const milliseconds grace = options.grace;
+  switch (query) {
+    case Query::kQ0:  // passthrough of the bids
+      Bids(source)
+          .Map([](const Value& bid) { return BidRow(bid, Field(bid, "price")); }, "q0-project")
+          .ToTopic(out);
+      return;
+    case Query::kQ1:  // currency conversion: the price in euros
+      Bids(source)
+          .Map(
+              [](const Value& bid) {
+                return BidRow(bid, Value(static_cast<double>(Int(bid, "price")) * 0.908));
+              },
+              "q1-euros")
+          .ToTopic(out);
+      return;
+    case Query::kQ2:  // selection: the bids of some auctions
+      source
+          .Filter([](const Value& v) { return IsType(v, "bid") && Int(v, "auction") % 123 == 0; },
+                  "q2-select")
+          .Map(
+              [](const Value& bid) {
+                return Value(Value::Object{{"auction", Field(bid, "auction")},
+                                           {"price", Field(bid, "price")}});
+              },
+              "q2-project")
+          .ToTopic(out);
+      return;
+    case Query::kQ3: {  // local item suggestion: sellers in some states of category-10 items
+      Stream auctions =
+          source
+              .Filter(
+                  [](const Value& v) { return IsType(v, "auction") && Int(v, "category") == 10; },
+                  "q3-auctions")
+              .GroupBy("seller", KeySerde::kInt);
+      Stream people = source
+                          .Filter(
+                              [](const Value& v) {
+                                if (!IsType(v, "person")) return false;
+                                const std::string& s = v.Find("state")->as_string();
+                                return s == "OR" || s == "ID" || s == "CA";
+                              },
+                              "q3-people")
+                          .GroupBy("id", KeySerde::kInt);
+      auctions
+          .IntervalJoin(people, {.name = "q3-join",
+                                 .lower = kUnbounded,
+                                 .upper = kUnbounded,
+                                 .grace = grace,
+                                 .late_topic = options.late_topic})
+          .Map(
+              [](const Value& pair) {
+                const Value& person = Field(pair, "right");
+                return Value(Value::Object{{"name", Field(person, "name")},
+                                           {"city", Field(person, "city")},
+                                           {"state", Field(person, "state")},
+                                           {"id", Field(Field(pair, "left"), "id")}});
+              },
+              "q3-project")
+          .ToTopic(out);
+      return;
+    }
+    case Query::kQ4: {  // average winning price per category
+      const int64_t longest = MaxAuctionLengthMs(options.model);
+      Stream auctions =
+          source.Filter([](const Value& v) { return IsType(v, "auction"); }, "q4-auctions")
+              .GroupBy("id", KeySerde::kInt);
+      Stream bids = Bids(source).GroupBy("auction", KeySerde::kInt);
+      auctions
+          .IntervalJoin(bids, {.name = "q4-join",
+                               .lower = milliseconds(0),
+                               .upper = milliseconds(longest),
+                               .grace = grace,
+                               .late_topic = options.late_topic})
+          .Filter(
+              [](const Value& pair) {
+                return Int(Field(pair, "right"), "dateTime") <= Int(Field(pair, "left"), "expires");
+              },
+              "q4-open-auction")
+          .Map(
+              [](const Value& pair) {
+                return Value(Value::Object{{"price", Field(Field(pair, "right"), "price")},
+                                           {"category", Field(Field(pair, "left"), "category")}});
+              },
+              "q4-price")
+          // An auction's bids all lie within `longest` of each other: one session per auction.
+          .Window(WindowDefinition::Session(milliseconds(longest)).Grace(grace))
+          .Agg({{"final", agg::Max("price")}, {"category", agg::First("category")}})
+          .Closing(Closing::kPartition)
+          .LateTopic(options.late_topic)
+          .Final()
+          .GroupBy("category", KeySerde::kInt)
+          .Aggregate({{"category", agg::First("category")}, {"avg", agg::Mean("final")}})
+          .ToTopic(out);
+      return;
+    }
+    case Query::kQ5: {  // hot items: the auctions with the most bids per hopping window
+      Bids(source)
+          .GroupBy("auction", KeySerde::kInt)
+          .Window(WindowDefinition::Hopping(seconds(10), seconds(2)).Grace(grace))
+          .Agg({{"num", agg::Count()}, {"auction", agg::First("auction")}})
+          .Closing(Closing::kPartition)
+          .LateTopic(options.late_topic)
+          .Final()
+          .Map(
+              [](const Value& w) {
+                return Value(Value::Object{{"auction", Field(w, "auction")},
+                                           {"num", Field(w, "num")},
+                                           {"start", Field(w, "start")}});
+              },
+              "q5-counts")
+          .GroupBy("start", KeySerde::kInt)
+          // Every count of one hopping window has the timestamp end - 1, in one 2 s slot.
+          .Window(WindowDefinition::Tumbling(seconds(2)).Grace(SecondStageGrace(grace)))
+          .Agg({{"top",
+                 TopRows([](const Value& row) { return OneTopRow(Field(row, "num"), row); })}})
+          .Closing(Closing::kPartition)
+          .LateTopic(options.late_topic)
+          .Final()
+          .FlatMap(TopRowsOf, "q5-rows")
+          .ToTopic(out);
+      return;
+    }
+    case Query::kQ7: {  // highest bid per tumbling window
+      Bids(source)
+          .Map(
+              [](const Value& bid) {
+                return Value(Value::Object{{"auction", Field(bid, "auction")},
+                                           {"price", Field(bid, "price")},
+                                           {"bidder", Field(bid, "bidder")},
+                                           {"dateTime", Field(bid, "dateTime")},
+                                           {"extra", Field(bid, "extra")}});
+              },
+              "q7-project")
+          // First each task's highest bids per window, then one task combines them.
+          .Window(WindowDefinition::Tumbling(seconds(10)).Grace(grace))
+          .Agg({{"top",
+                 TopRows([](const Value& row) { return OneTopRow(Field(row, "price"), row); })}})
+          .Closing(Closing::kPartition)
+          .LateTopic(options.late_topic)
+          .Final()
+          .GroupBy("start", KeySerde::kInt, 1)
+          .Window(WindowDefinition::Tumbling(seconds(10)).Grace(SecondStageGrace(grace)))
+          .Agg({{"top", TopRows([](const Value& w) { return Field(w, "top"); })}})
+          .Closing(Closing::kPartition)
+          .LateTopic(options.late_topic)
+          .Final()
+          .FlatMap(TopRowsOf, "q7-rows")
+          .ToTopic(out);
+      return;
+    }
+    case Query::kQ8: {  // new users: people who opened an auction in the window they joined
+      Stream people = source.Filter([](const Value& v) { return IsType(v, "person"); }, "q8-people")
+                          .GroupBy("id", KeySerde::kInt);
+      Stream auctions =
+          source.Filter([](const Value& v) { return IsType(v, "auction"); }, "q8-auctions")
+              .GroupBy("seller", KeySerde::kInt);
+      people
+          .IntervalJoin(auctions, {.name = "q8-join",
+                                   .lower = milliseconds(kWindowMs),
+                                   .upper = milliseconds(kWindowMs),
+                                   .grace = grace,
+                                   .late_topic = options.late_topic})
+          .Filter(
+              [](const Value& pair) {
+                return TumbleStart(Int(Field(pair, "left"), "dateTime")) ==
+                       TumbleStart(Int(Field(pair, "right"), "dateTime"));
+              },
+              "q8-same-window")
+          .Map([](const Value& pair) { return Field(pair, "left"); }, "q8-person")
+          // One row per person and window, however many auctions they opened in it.
+          .Window(WindowDefinition::Tumbling(milliseconds(kWindowMs)).Grace(grace))
+          .Agg({{"id", agg::First("id")}, {"name", agg::First("name")}})
+          .Closing(Closing::kPartition)
+          .LateTopic(options.late_topic)
+          .Final()
+          .Map(
+              [](const Value& w) {
+                return Value(Value::Object{{"id", Field(w, "id")},
+                                           {"name", Field(w, "name")},
+                                           {"start", Field(w, "start")}});
+              },
+              "q8-project")
+          .ToTopic(out);
+      return;
+    }
+    case Query::kQ11:  // user sessions: bids per bidder per session of activity
+    case Query::kQ12:  // bids per bidder per tumbling window
+      Bids(source)
+          .GroupBy("bidder", KeySerde::kInt)
+          .Window((query == Query::kQ11 ? WindowDefinition::Session(seconds(10))
+                                        : WindowDefinition::Tumbling(seconds(10)))
+                      .Grace(grace))
+          .Agg({{"count", agg::Count()}, {"bidder", agg::First("bidder")}})
+          .Closing(Closing::kPartition)
+          .LateTopic(options.late_topic)
+          .Final()
+          .Map(
+              [](const Value& w) {
+                return Value(Value::Object{{"bidder", Field(w, "bidder")},
+                                           {"count", Field(w, "count")},
+                                           {"start", Field(w, "start")},
+                                           {"end", Field(w, "end")}});
+              },
+              query == Query::kQ11 ? "q11-project" : "q12-project")
+          .ToTopic(out);
+      return;
+  }
+}
+
+}  // namespace weir::nexmark

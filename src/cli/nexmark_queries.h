@@ -1,0 +1,50 @@
+// The Nexmark queries as Weir pipelines, written with the public API (weir/stream.h).
+//
+// Each query reads a Nexmark source (Application::FromNexmark) and writes one record per result
+// row to an output topic; the row is a flat JSON object whose members are the query's columns,
+// in order (README.md lists them per query). The semantics, which the DuckDB reference computes in
+// batch (reference.h), are those of the nexmark project's Flink SQL with event-time windows aligned
+// to the epoch and half-open, listed per query in src/nexmark/README.md. A query may emit a
+// changelog rather than final rows; LastPerKey (query.h) says which.
+//
+// Windows close by the partition watermark (the largest event time a task has seen) plus
+// `grace`: a task reading a repartition topic sees its producers' records interleaved, and
+// grace is what absorbs the skew between them. An event later than that is counted as late
+// (RunSummary::late) and is missing from the answer, which verification then reports.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nexmark/generator.h"
+#include "nexmark/query.h"
+#include "weir/application.h"
+#include "weir/status.h"
+
+namespace weir::nexmark {
+
+struct QueryOptions {
+  std::string output_topic = "nexmark.out";
+  // Where every window and join writes the events it found late (and counts them).
+  std::string late_topic = "nexmark.late";
+  // Out-of-orderness the windows and time-bounded joins accept (event time).
+  std::chrono::milliseconds grace{4000};
+  // The model the source runs (for the bound on auction lengths that q4 joins within).
+  NexmarkConfig model;
+};
+
+// Adds the query's pipeline, from `source` to the output topic.
+void AddQuery(Query query, Stream source, const QueryOptions& options);
+
+// How far past an output record's timestamp the event time is when the result is complete:
+// once an event that late has been seen, no engine could have emitted it earlier (0 for rows
+// made by one event; a window's end + grace; a session's last event + gap + grace). With a
+// real-time source, wall clock at output - (timestamp + this) is the result's latency.
+int64_t CompletionDelayMs(Query query, const QueryOptions& options);
+
+// The longest an auction of this model can be open: its expires - dateTime.
+int64_t MaxAuctionLengthMs(const NexmarkConfig& model);
+
+}  // namespace weir::nexmark
