@@ -27,7 +27,7 @@ namespace weir::app {
 class TaskAlignment {
  public:
   TaskAlignment(int32_t tasks, std::chrono::milliseconds drift,
-                std::chrono::milliseconds stall = std::chrono::seconds(1))
+                std::chrono::milliseconds stall = std::chrono::seconds(5))
       : tasks_(tasks), drift_(drift.count()), stall_(stall), progress_(new Progress[tasks]) {}
 
   // Task `index` has reached `watermark` (finished: it holds nobody back any more).

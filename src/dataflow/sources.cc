@@ -276,7 +276,24 @@ class TopicSource : public Source {
   RateLimiter limiter_;
 };
 
-class GeneratorSource : public Source {
+// A source whose position is the number of records it has made (the generators): next_.
+class CountingSource : public Source {
+ public:
+  std::string SavePosition() const override { return std::to_string(next_); }
+
+  Status RestorePosition(std::string_view saved) override {
+    auto r = std::from_chars(saved.data(), saved.data() + saved.size(), next_);
+    if (r.ec != std::errc() || r.ptr != saved.data() + saved.size()) {
+      return Status::Corruption(Describe() + ": bad saved position");
+    }
+    return Status::OK();
+  }
+
+ protected:
+  int64_t next_ = 0;
+};
+
+class GeneratorSource : public CountingSource {
  public:
   GeneratorSource(std::shared_ptr<const ClickstreamModel> model, PartitionId partition,
                   double max_rate)
@@ -296,18 +313,8 @@ class GeneratorSource : public Source {
     return PollResult::kRecords;
   }
 
-  std::string SavePosition() const override { return std::to_string(next_); }
-
   Result<Record> Reread(int64_t sequence, int64_t) override {
     return model_->EventAt(partition_, sequence);
-  }
-
-  Status RestorePosition(std::string_view saved) override {
-    auto r = std::from_chars(saved.data(), saved.data() + saved.size(), next_);
-    if (r.ec != std::errc() || r.ptr != saved.data() + saved.size()) {
-      return Status::Corruption(Describe() + ": bad saved position");
-    }
-    return Status::OK();
   }
 
   std::string Describe() const override {
@@ -323,12 +330,11 @@ class GeneratorSource : public Source {
   std::shared_ptr<const ClickstreamModel> model_;
   PartitionId partition_;
   int64_t end_;
-  int64_t next_ = 0;
   RateLimiter limiter_;
 };
 
 // Position k is the partition's k-th event, event number partition + k * partitions.
-class NexmarkSource : public Source {
+class NexmarkSource : public CountingSource {
  public:
   NexmarkSource(std::shared_ptr<const nexmark::NexmarkGenerator> model,
                 const NexmarkSourceOptions& options, PartitionId partition)
@@ -357,16 +363,6 @@ class NexmarkSource : public Source {
 
   Result<Record> Reread(int64_t position, int64_t) override { return RecordAt(position); }
 
-  std::string SavePosition() const override { return std::to_string(next_); }
-
-  Status RestorePosition(std::string_view saved) override {
-    auto r = std::from_chars(saved.data(), saved.data() + saved.size(), next_);
-    if (r.ec != std::errc() || r.ptr != saved.data() + saved.size()) {
-      return Status::Corruption(Describe() + ": bad saved position");
-    }
-    return Status::OK();
-  }
-
   std::string Describe() const override {
     return "nexmark partition " + std::to_string(partition_.value());
   }
@@ -391,7 +387,6 @@ class NexmarkSource : public Source {
   PartitionId partition_;
   int64_t stride_;
   int64_t end_;  // positions in this partition; -1: unbounded
-  int64_t next_ = 0;
   bool real_time_;
 };
 

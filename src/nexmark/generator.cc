@@ -449,6 +449,7 @@ void Event::AppendJson(std::string& out) const {
 
 Value Event::ToValue() const {
   Value::Object members;
+  members.reserve(11);  // the most fields of a type (auction), "type" included
   members.emplace_back("type", TypeName());
   VisitFields(ObjectSink{members});
   return Value(std::move(members));

@@ -27,7 +27,10 @@ class NexmarkQuery : public ::testing::TestWithParam<std::string> {};
 // hops, sessions that end and restart, auctions that open and expire.
 TEST_P(NexmarkQuery, WeirsAnswerIsDuckDbsOverTheSameEvents) {
   TempDir dir;
-  CommandResult r = BenchNexmark(dir, {"--query", GetParam(), "--events", "300000"});
+  // ctest runs other heavy tests beside this one: a task may wait for a core long enough to
+  // fall seconds of event time behind its sibling, so the grace here is generous.
+  CommandResult r =
+      BenchNexmark(dir, {"--query", GetParam(), "--events", "300000", "--grace-ms", "20000"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("verified=yes"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" late=0"), std::string::npos) << r.out;
