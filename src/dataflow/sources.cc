@@ -379,7 +379,7 @@ class NexmarkSource : public CountingSource {
     nexmark::Event event = model_->EventAt(EventNumber(position));
     Record record;
     record.timestamp = event.timestamp;
-    record.value = event.ToValue();
+    record.value = std::move(event).ToValue();
     return record;
   }
 

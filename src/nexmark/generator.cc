@@ -146,11 +146,15 @@ struct JsonSink {
 };
 
 // Collects members into a Value object.
+// Copies the fields of a const Event, moves those of one that is going away.
 struct ObjectSink {
   Value::Object& members;
   void operator()(std::string_view name, int64_t v) const { members.emplace_back(name, v); }
-  void operator()(std::string_view name, std::string_view v) const {
+  void operator()(std::string_view name, const std::string& v) const {
     members.emplace_back(name, v);
+  }
+  void operator()(std::string_view name, std::string& v) const {
+    members.emplace_back(name, std::move(v));
   }
 };
 
@@ -395,12 +399,12 @@ std::string_view Event::TypeName() const {
   return {};
 }
 
-template <typename Sink>
-void Event::VisitFields(const Sink& sink) const {
-  const int64_t t = timestamp.value();
-  switch (kind()) {
+template <typename Self, typename Sink>
+void Event::VisitFields(Self& self, const Sink& sink) {
+  const int64_t t = self.timestamp.value();
+  switch (self.kind()) {
     case EventKind::kPerson: {
-      const Person& p = person();
+      auto& p = std::get<Person>(self.body);
       sink("id", p.id);
       sink("name", p.name);
       sink("emailAddress", p.email_address);
@@ -412,7 +416,7 @@ void Event::VisitFields(const Sink& sink) const {
       break;
     }
     case EventKind::kAuction: {
-      const Auction& a = auction();
+      auto& a = std::get<Auction>(self.body);
       sink("id", a.id);
       sink("itemName", a.item_name);
       sink("description", a.description);
@@ -426,7 +430,7 @@ void Event::VisitFields(const Sink& sink) const {
       break;
     }
     case EventKind::kBid: {
-      const Bid& b = bid();
+      auto& b = std::get<Bid>(self.body);
       sink("auction", b.auction);
       sink("bidder", b.bidder);
       sink("price", b.price);
@@ -443,16 +447,21 @@ void Event::AppendJson(std::string& out) const {
   out += "{\"type\":\"";
   out += TypeName();
   out += '"';
-  VisitFields(JsonSink{out});
+  VisitFields(*this, JsonSink{out});
   out += '}';
 }
 
-Value Event::ToValue() const {
+template <typename Self>
+Value Event::MakeValue(Self& self) {
   Value::Object members;
   members.reserve(11);  // the most fields of a type (auction), "type" included
-  members.emplace_back("type", TypeName());
-  VisitFields(ObjectSink{members});
+  members.emplace_back("type", self.TypeName());
+  VisitFields(self, ObjectSink{members});
   return Value(std::move(members));
 }
+
+Value Event::ToValue() const& { return MakeValue(*this); }
+
+Value Event::ToValue() && { return MakeValue(*this); }
 
 }  // namespace weir::nexmark

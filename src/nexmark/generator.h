@@ -148,14 +148,18 @@ struct Event {
   //    "expires","seller","category","extra"}
   //   {"type":"bid","auction","bidder","price","channel","url","dateTime","extra"}
   // Times are epoch milliseconds; prices are cents.
-  Value ToValue() const;
+  Value ToValue() const&;
+  Value ToValue() &&;  // moves the strings out
   void AppendJson(std::string& out) const;
   std::string_view TypeName() const;  // "person", "auction" or "bid"
 
  private:
-  // Calls sink(name, int64_t) or sink(name, std::string_view) for each field, in order.
-  template <typename Sink>
-  void VisitFields(const Sink& sink) const;
+  // Calls sink(name, int64_t) or sink(name, std::string [const]&) for each field of `self`
+  // (const or not), in order.
+  template <typename Self, typename Sink>
+  static void VisitFields(Self& self, const Sink& sink);
+  template <typename Self>
+  static Value MakeValue(Self& self);
 };
 
 class NexmarkGenerator {
