@@ -458,12 +458,49 @@ Result<Stream> BuildWindowStep(Stream stream, const ConfigNode& step, const std:
   return emit == "final" ? windowed.Final() : windowed.Current();
 }
 
+// source: {nexmark: {partitions, events, events_per_second, first_event_ms, seed,
+//                    out_of_order_group_size, real_time}}
+Result<Stream> BuildNexmarkSource(Application& app, const ConfigNode& n) {
+  NexmarkSourceOptions o;
+  if (!n.IsMap() && !n.node().IsNull()) return n.Expected("a map of nexmark options (or {})");
+  if (n.IsMap()) {
+    WEIR_RETURN_IF_ERROR(n.OnlyKeys({"partitions", "events", "events_per_second", "first_event_ms",
+                                     "seed", "out_of_order_group_size", "real_time"}));
+    if (auto v = n.Get("partitions")) {
+      WEIR_ASSIGN_OR_RETURN(o.partitions, v->Int(1, 1024));
+    }
+    if (auto v = n.Get("events")) {
+      WEIR_ASSIGN_OR_RETURN(o.events, v->Int(-1, INT64_MAX));
+    }
+    if (auto v = n.Get("events_per_second")) {
+      WEIR_ASSIGN_OR_RETURN(o.events_per_second, v->Number(1e-3));
+    }
+    if (auto v = n.Get("first_event_ms")) {
+      WEIR_ASSIGN_OR_RETURN(o.first_event_ms, v->Int(0, INT64_MAX / 2));
+    }
+    if (auto v = n.Get("seed")) {
+      WEIR_ASSIGN_OR_RETURN(o.seed, v->Int(0, INT64_MAX));
+    }
+    if (auto v = n.Get("out_of_order_group_size")) {
+      WEIR_ASSIGN_OR_RETURN(o.out_of_order_group_size, v->Int(1, INT32_MAX));
+    }
+    if (auto v = n.Get("real_time")) {
+      WEIR_ASSIGN_OR_RETURN(o.real_time, v->Bool());
+    }
+  }
+  return app.FromNexmark(o);
+}
+
 Result<Stream> BuildSource(Application& app, const ConfigNode& node, const std::string& base_dir) {
-  WEIR_RETURN_IF_ERROR(node.OnlyKeys({"file", "topic", "generator", "jetstream", "key", "timestamp",
-                                      "dead_letter", "rate", "bounded", "idle_timeout_ms"}));
+  WEIR_RETURN_IF_ERROR(
+      node.OnlyKeys({"file", "topic", "generator", "nexmark", "jetstream", "key", "timestamp",
+                     "dead_letter", "rate", "bounded", "idle_timeout_ms"}));
   int kinds = (node.Get("file") ? 1 : 0) + (node.Get("topic") ? 1 : 0) +
-              (node.Get("generator") ? 1 : 0) + (node.Get("jetstream") ? 1 : 0);
-  if (kinds != 1) return node.Error("expected exactly one of file, topic, generator, jetstream");
+              (node.Get("generator") ? 1 : 0) + (node.Get("nexmark") ? 1 : 0) +
+              (node.Get("jetstream") ? 1 : 0);
+  if (kinds != 1) {
+    return node.Error("expected exactly one of file, topic, generator, nexmark, jetstream");
+  }
   KeySpec key;
   if (auto k = node.Get("key")) {
     if (k->IsMap()) WEIR_RETURN_IF_ERROR(k->OnlyKeys({"field", "type"}));
@@ -549,6 +586,14 @@ Result<Stream> BuildSource(Application& app, const ConfigNode& node, const std::
       WEIR_ASSIGN_OR_RETURN(o.bounded, b->Bool());
     }
     return app.FromJetStream(o);
+  }
+  if (node.Get("nexmark")) {
+    if (!key.field.empty() || !timestamp.empty() || node.Get("rate")) {
+      return node.Error(
+          "a nexmark source stamps its events itself, with the null key, and paces itself "
+          "(real_time); remove key/timestamp/rate");
+    }
+    return BuildNexmarkSource(app, *node.Get("nexmark"));
   }
   ConfigNode g = *node.Get("generator");
   if (!key.field.empty() || !timestamp.empty()) {

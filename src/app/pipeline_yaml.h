@@ -1,13 +1,15 @@
 // YAML pipelines: the common pipelines with no C++ code (`weir run PIPELINE.yaml`).
 //
 //   name: purchases                 # optional; default: the file name without .yaml
-//   source:                         # one of file / topic / generator
+//   source:                         # one of file / topic / generator / nexmark / jetstream
 //     file: events.jsonl            # relative paths are relative to the YAML file
 //     key: user                     # or {field: user, type: string|int|json|bytes}
 //     timestamp: ts                 # integer milliseconds; optional
 //     dead_letter: purchases.dlq    # optional; default <name>.dlq
 //     rate: 1000                    # optional throttle, records/s
 //     # topic: clicks   (+ bounded: true)     generator: {partitions, events, users, ...}
+//     # nexmark: {partitions, events, events_per_second, first_event_ms, seed,
+//     #           out_of_order_group_size, real_time}   (the Nexmark benchmark's events)
 //     # jetstream: {url, stream, subject, durable, max_deliver, ack_wait_ms,
 //     #             dead_letter_subject}   (+ bounded: true)
 //   steps:

@@ -56,7 +56,7 @@ TEST(PipelineYaml, StepErrorsNameTheStepIndex) {
 
 TEST(PipelineYaml, SourceAndSinkMustSayExactlyOneKind) {
   EXPECT_NE(ErrorOf("source: {file: a, topic: b, key: k}\nsink: {stdout: true}\n")
-                .find("source: expected exactly one of file, topic, generator, jetstream"),
+                .find("source: expected exactly one of file, topic, generator, nexmark, jetstream"),
             std::string::npos);
   EXPECT_NE(ErrorOf(kSource).find("missing 'sink'"), std::string::npos);
   EXPECT_NE(
@@ -162,6 +162,37 @@ TEST(PipelineYaml, AValidPipelineRunsWithPathsRelativeToTheFile) {
       ReadLines(dir / "out.jsonl"),
       (std::vector<std::string>{R"({"key":"a","timestamp":1,"value":{"orders":1,"spent":2.5}})",
                                 R"({"key":"a","timestamp":3,"value":{"orders":2,"spent":3.5}})"}));
+}
+
+TEST(PipelineYaml, ANexmarkSourceRunsTheBenchmarksEvents) {
+  TempDir dir;
+  // 5000 events: 100 people, 300 auctions and 4600 bids (1 : 3 : 46 of every 50).
+  WriteLines(dir / "p.yaml", {"name: nexmark", "source: {nexmark: {partitions: 2, events: 5000}}",
+                              "steps:", "  - filter: {field: type, eq: bid}",
+                              "  - select: [auction, price]", "sink: {file: bids.jsonl}"});
+  PipelineOverrides overrides;
+  overrides.data_dir = dir / "data";
+  auto app = LoadPipelineFile(dir / "p.yaml", overrides);
+  ASSERT_TRUE(app.ok()) << app.status().ToString();
+  auto summary = (*app)->Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->records_in, 5000);
+  EXPECT_EQ(ReadLines(dir / "bids.jsonl").size(), 4600u);
+}
+
+TEST(PipelineYaml, NexmarkSourceErrorsNameTheirPath) {
+  EXPECT_NE(ErrorOf("source: {nexmark: {partitions: 0}}\nsink: {stdout: true}\n")
+                .find("source.nexmark.partitions: expected an integer from 1 to 1024"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("source: {nexmark: {speed: 3}}\nsink: {stdout: true}\n")
+                .find("source.nexmark.speed: unknown key 'speed'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("source: {nexmark: {}, key: bidder}\nsink: {stdout: true}\n")
+                .find("a nexmark source stamps its events itself"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("source: {nexmark: {events_per_second: -1}}\nsink: {stdout: true}\n")
+                .find("source.nexmark.events_per_second"),
+            std::string::npos);
 }
 
 TEST(PipelineYaml, PacingChangesDoNotChangeTheDefinition) {

@@ -60,18 +60,14 @@ std::string NextString(JavaRandom& random, int max_length, char space = ' ') {
 // StringsGenerator.nextExactString. A negative nextInt() gives characters below 'a' ('<'..'`'),
 // as Java's signed remainder does in the reference.
 std::string NextExactString(JavaRandom& random, int length) {
-  std::string s;
-  s.reserve(static_cast<size_t>(std::max(length, 0)));
-  int32_t rnd = 0;
-  int n = 0;  // characters left in rnd
-  while (length-- > 0) {
-    if (n == 0) {
-      rnd = random.NextInt();
-      n = 6;  // log_26(2^31)
+  std::string s(static_cast<size_t>(std::max(length, 0)), '\0');
+  char* out = s.data();
+  for (int i = 0; i < length;) {
+    int32_t rnd = random.NextInt();
+    for (int k = std::min(6, length - i); k > 0; --k) {  // 6 = log_26(2^31) characters per draw
+      out[i++] = static_cast<char>('a' + rnd % 26);
+      rnd /= 26;
     }
-    s.push_back(static_cast<char>('a' + rnd % 26));
-    rnd /= 26;
-    n--;
   }
   return s;
 }
