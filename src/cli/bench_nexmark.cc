@@ -200,6 +200,7 @@ int BenchNexmark(const BenchArgs& args) {
   source.partitions = args.partitions;
   source.events = args.records;
   source.events_per_second = paced ? args.rate : args.event_rate;
+  source.out_of_order_group_size = args.out_of_order_group;
   if (paced) {
     source.real_time = true;
     source.first_event_ms = WallMs() + 1000;  // after start-up, so no backlog at the start

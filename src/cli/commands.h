@@ -109,7 +109,8 @@ struct BenchArgs {
   double rate = 0;
   double event_rate = 10'000;
   int64_t grace_ms = 4'000;
-  int64_t checkpoint_ms = 1'000;  // outputs are visible once checkpointed
+  int64_t checkpoint_ms = 1'000;   // outputs are visible once checkpointed
+  int64_t out_of_order_group = 1;  // the generator's disorder (1: in order)
 };
 int BenchLog(const BenchArgs& args);
 int BenchPipeline(const BenchArgs& args);

@@ -220,6 +220,11 @@ int main(int argc, char** argv) {
                    "Checkpoint interval: outputs are served once checkpointed")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  bench_nexmark
+      ->add_option("--out-of-order-group", bench.out_of_order_group,
+                   "The reference's disorder: events shuffled within groups of this many")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   bench_nexmark->add_option("--partitions", bench.partitions, "Source partitions (tasks)")
       ->capture_default_str();
   bench_nexmark->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
