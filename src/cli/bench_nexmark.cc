@@ -128,12 +128,14 @@ std::string CanonicalOf(const Value& row, nexmark::Query query) {
 // offset, the wall clock (ms) at which each record arrived.
 class ArrivalRecorder {
  public:
-  explicit ArrivalRecorder(std::string topic) : topic_(std::move(topic)) {}
+  // `partitions`: as many as the output topic may have (a partition it lacks is skipped).
+  ArrivalRecorder(std::string topic, int32_t partitions)
+      : topic_(std::move(topic)), arrivals_(static_cast<size_t>(partitions)) {}
   ~ArrivalRecorder() { Stop(); }
 
   // Called once the server listens on `port`.
   void Start(int port) {
-    for (int p = 0; p < kMaxPartitions; ++p) {
+    for (int p = 0; p < static_cast<int>(arrivals_.size()); ++p) {
       threads_.emplace_back([this, port, p] { Receive(port, p); });
     }
   }
@@ -144,14 +146,12 @@ class ArrivalRecorder {
   }
   // Arrival time of (partition, offset), or -1.
   int64_t ArrivalMs(int32_t partition, int64_t offset) const {
-    if (partition >= kMaxPartitions) return -1;
+    if (partition >= static_cast<int32_t>(arrivals_.size())) return -1;
     const auto& a = arrivals_[partition];
     return offset < static_cast<int64_t>(a.size()) ? a[offset] : -1;
   }
 
  private:
-  static constexpr int kMaxPartitions = 2;
-
   void Receive(int port, int partition) {
     SubscriptionOptions options;
     options.url = "ws://127.0.0.1:" + std::to_string(port) + "/streams/" + topic_ +
@@ -172,7 +172,7 @@ class ArrivalRecorder {
   std::string topic_;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
-  std::vector<int64_t> arrivals_[kMaxPartitions];
+  std::vector<std::vector<int64_t>> arrivals_;  // per partition, by offset
 };
 
 double Percentile(std::vector<double>& v, double q) {
@@ -220,7 +220,12 @@ int BenchNexmark(const BenchArgs& args) {
   // repartition topic's producers stays within what the windows accept.
   options.max_task_drift = query_options.grace / 2;
   options.checkpoint_interval = std::chrono::milliseconds(args.checkpoint_ms);
-  ArrivalRecorder arrivals(query_options.output_topic);
+  // Output topics have as many partitions as the tasks that write them: at most the source's
+  // partitions or the cores (the default repartition count).
+  ArrivalRecorder arrivals(
+      query_options.output_topic,
+      std::max<int32_t>(args.partitions,
+                        static_cast<int32_t>(std::thread::hardware_concurrency())));
   if (paced) {
     ServerOptions serve;
     serve.listen = "127.0.0.1:0";
