@@ -447,6 +447,15 @@ void Event::AppendJson(std::string& out) const {
   out += '}';
 }
 
+void Event::ForEachField(FieldSink& sink) const {
+  struct Adapter {
+    FieldSink& sink;
+    void operator()(std::string_view name, int64_t v) const { sink.Int(name, v); }
+    void operator()(std::string_view name, std::string_view v) const { sink.Text(name, v); }
+  };
+  VisitFields(*this, Adapter{sink});
+}
+
 template <typename Self>
 Value Event::MakeValue(Self& self) {
   Value::Object members;

@@ -153,6 +153,16 @@ struct Event {
   void AppendJson(std::string& out) const;
   std::string_view TypeName() const;  // "person", "auction" or "bid"
 
+  // Each field of the event, in the order of AppendJson ("type" excluded): what a loader of
+  // another format (DuckDB tables in reference.cc) writes, so the order is defined once.
+  class FieldSink {
+   public:
+    virtual ~FieldSink() = default;
+    virtual void Int(std::string_view name, int64_t value) = 0;
+    virtual void Text(std::string_view name, std::string_view value) = 0;
+  };
+  void ForEachField(FieldSink& sink) const;
+
  private:
   // Calls sink(name, int64_t) or sink(name, std::string [const]&) for each field of `self`
   // (const or not), in order.

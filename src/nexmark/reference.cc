@@ -23,54 +23,25 @@ CREATE OR REPLACE TABLE bid (
   extra VARCHAR);
 )sql";
 
-// Appends one event to the table of its kind.
+// Appends one event to the table of its kind (kCreateTables: the fields of each kind, in order).
 class EventTables {
  public:
   EventTables(sql::Appender person, sql::Appender auction, sql::Appender bid)
       : person_(std::move(person)), auction_(std::move(auction)), bid_(std::move(bid)) {}
 
   Status Append(const Event& event) {
-    const int64_t time = event.timestamp.value();
-    switch (event.kind()) {
-      case EventKind::kPerson: {
-        const Person& p = event.person();
-        person_.AppendInt(p.id);
-        person_.AppendText(p.name);
-        person_.AppendText(p.email_address);
-        person_.AppendText(p.credit_card);
-        person_.AppendText(p.city);
-        person_.AppendText(p.state);
-        person_.AppendInt(time);
-        person_.AppendText(p.extra);
-        return person_.EndRow();
-      }
-      case EventKind::kAuction: {
-        const Auction& a = event.auction();
-        auction_.AppendInt(a.id);
-        auction_.AppendText(a.item_name);
-        auction_.AppendText(a.description);
-        auction_.AppendInt(a.initial_bid);
-        auction_.AppendInt(a.reserve);
-        auction_.AppendInt(time);
-        auction_.AppendInt(a.expires_ms);
-        auction_.AppendInt(a.seller);
-        auction_.AppendInt(a.category);
-        auction_.AppendText(a.extra);
-        return auction_.EndRow();
-      }
-      case EventKind::kBid: {
-        const Bid& b = event.bid();
-        bid_.AppendInt(b.auction);
-        bid_.AppendInt(b.bidder);
-        bid_.AppendInt(b.price);
-        bid_.AppendText(b.channel);
-        bid_.AppendText(b.url);
-        bid_.AppendInt(time);
-        bid_.AppendText(b.extra);
-        return bid_.EndRow();
-      }
-    }
-    return Status::Internal("unknown event kind");
+    sql::Appender& table = event.kind() == EventKind::kPerson    ? person_
+                           : event.kind() == EventKind::kAuction ? auction_
+                                                                 : bid_;
+    // The tables' columns are the event's fields, in order.
+    struct Row : Event::FieldSink {
+      explicit Row(sql::Appender& t) : table(t) {}
+      void Int(std::string_view, int64_t v) override { table.AppendInt(v); }
+      void Text(std::string_view, std::string_view v) override { table.AppendText(v); }
+      sql::Appender& table;
+    } row(table);
+    event.ForEachField(row);
+    return table.EndRow();
   }
 
   Status Close() {
