@@ -200,7 +200,9 @@ int main(int argc, char** argv) {
       "nexmark", "A Nexmark query over the in-process generator, checked against DuckDB");
   bench_nexmark->add_option("--query", bench.query, "q0 q1 q2 q3 q4 q5 q7 q8 q11 q12")
       ->capture_default_str();
-  bench_nexmark->add_option("--events", bench.records, "Events generated")->capture_default_str();
+  bench_nexmark->add_option("--events", bench.records, "Events generated")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   bench_nexmark
       ->add_option("--rate", bench.rate,
                    "Events/s, live (event time = wall clock), with latency measured; 0: as fast "

@@ -68,5 +68,13 @@ TEST(NexmarkBench, AnUnknownQueryIsRefusedNamingTheKnownOnes) {
   EXPECT_NE(r.err.find("q11"), std::string::npos) << r.err;
 }
 
+// -1 would be an unbounded source, a benchmark that never ends.
+TEST(NexmarkBench, ANegativeEventCountIsRefused) {
+  TempDir dir;
+  CommandResult r = BenchNexmark(dir, {"--query", "q0", "--events", "-1"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--events"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace weir
