@@ -217,7 +217,9 @@ void AddQuery(Query query, Stream source, const QueryOptions& options) {
       Project(Bids(source), {"auction"}, "q5-bid-fields")
           .GroupBy("auction", KeySerde::kInt)
           .Window(WindowDefinition::Hopping(seconds(10), seconds(2)).Grace(grace))
-          .Agg({{"num", agg::Count()}, {"auction", agg::First("auction")}})
+          // The window's key, carried into its result (every event of the window has it): Min of
+          // an integer is the cheapest aggregation that keeps it.
+          .Agg({{"num", agg::Count()}, {"auction", agg::Min("auction")}})
           .Closing(Closing::kPartition)
           .LateTopic(options.late_topic)
           .Final()
@@ -292,7 +294,7 @@ void AddQuery(Query query, Stream source, const QueryOptions& options) {
           .Map([](const Value& pair) { return Field(pair, "left"); }, "q8-person")
           // One row per person and window, however many auctions they opened in it.
           .Window(WindowDefinition::Tumbling(milliseconds(kWindowMs)).Grace(grace))
-          .Agg({{"id", agg::First("id")}, {"name", agg::First("name")}})
+          .Agg({{"id", agg::Min("id")}, {"name", agg::First("name")}})
           .Closing(Closing::kPartition)
           .LateTopic(options.late_topic)
           .Final()
@@ -313,7 +315,7 @@ void AddQuery(Query query, Stream source, const QueryOptions& options) {
           .Window((query == Query::kQ11 ? WindowDefinition::Session(seconds(10))
                                         : WindowDefinition::Tumbling(seconds(10)))
                       .Grace(grace))
-          .Agg({{"count", agg::Count()}, {"bidder", agg::First("bidder")}})
+          .Agg({{"count", agg::Count()}, {"bidder", agg::Min("bidder")}})
           .Closing(Closing::kPartition)
           .LateTopic(options.late_topic)
           .Final()
