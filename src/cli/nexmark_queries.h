@@ -2,15 +2,16 @@
 //
 // Each query reads a Nexmark source (Application::FromNexmark) and writes one record per result
 // row to an output topic; the row is a flat JSON object whose members are the query's columns,
-// in order (README.md lists them per query). The semantics, which the DuckDB reference computes in
-// batch (reference.h), are those of the nexmark project's Flink SQL with event-time windows aligned
-// to the epoch and half-open, listed per query in src/nexmark/README.md. A query may emit a
-// changelog rather than final rows; LastPerKey (query.h) says which.
+// in order. The columns and semantics of each query are listed in src/nexmark/reference.h,
+// whose DuckDB SQL computes the same answer in batch: the nexmark project's Flink SQL with
+// event-time windows aligned to the epoch and half-open (deviations: src/nexmark/README.md). A
+// query may emit a changelog rather than final rows; LastPerKey (query.h) says which.
 //
 // Windows close by the partition watermark (the largest event time a task has seen) plus
 // `grace`: a task reading a repartition topic sees its producers' records interleaved, and
-// grace is what absorbs the skew between them. An event later than that is counted as late
-// (RunSummary::late) and is missing from the answer, which verification then reports.
+// grace, with the tasks' alignment (ApplicationOptions::max_task_drift), absorbs the skew
+// between them. An event later than that is written to `late_topic`, counted
+// (RunSummary::late), and missing from the answer, which verification then reports.
 #pragma once
 
 #include <chrono>
