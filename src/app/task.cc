@@ -52,7 +52,8 @@ Task::Task(Runtime& runtime, const SubTopology& sub, PartitionId partition)
     : runtime_(runtime),
       sub_(sub),
       partition_(partition),
-      id_(std::to_string(sub.index) + "_" + std::to_string(partition.value())) {}
+      id_(std::to_string(sub.index) + "_" + std::to_string(partition.value())),
+      alignment_(runtime.AlignmentOf(sub)) {}
 
 Task::~Task() = default;
 
@@ -151,8 +152,7 @@ Result<std::unique_ptr<dataflow::Source>> Task::OpenSource(const SubTopologyInpu
 
 Result<bool> Task::RunBatch() {
   if (finished_) return false;
-  TaskAlignment* alignment = runtime_.AlignmentOf(sub_);
-  if (alignment && alignment->HoldsBack(partition_.value(), watermark_)) return false;
+  if (alignment_ && alignment_->HoldsBack(partition_.value(), watermark_)) return false;
   Watermark before = watermark_;
   const bool redelivered = !redeliveries_.empty();
   if (redelivered) WEIR_RETURN_IF_ERROR(ProcessRedeliveries());
@@ -178,7 +178,7 @@ Result<bool> Task::RunBatch() {
   }
   WEIR_RETURN_IF_ERROR(FlushOutputs());
   if (all_ended && redeliveries_.empty()) finished_ = true;
-  if (alignment) alignment->Publish(partition_.value(), watermark_, finished_);
+  if (alignment_) alignment_->Publish(partition_.value(), watermark_, finished_);
   if (finished_) {
     runtime_.NotifyTaskFinished();
     return true;

@@ -24,6 +24,7 @@
 namespace weir::app {
 
 class Runtime;
+class TaskAlignment;
 
 class Task : public dataflow::TaskContext {
  public:
@@ -121,6 +122,7 @@ class Task : public dataflow::TaskContext {
   const SubTopology& sub_;
   PartitionId partition_;
   std::string id_;
+  TaskAlignment* const alignment_;  // nullptr unless max_task_drift is set
   std::unique_ptr<state::TaskStore> store_;
   std::vector<Input> inputs_;
   std::vector<std::unique_ptr<dataflow::Operator>> operators_;
