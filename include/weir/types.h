@@ -63,6 +63,19 @@ class Watermark : public NamedType<int64_t, struct WatermarkTag> {
   }
 };
 
+// Event-time arithmetic that saturates instead of overflowing (times come from user data;
+// watermarks start at INT64_MIN and end at INT64_MAX).
+inline int64_t AddSaturating(int64_t a, int64_t b) {
+  int64_t sum;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+inline int64_t SubtractSaturating(int64_t a, int64_t b) {
+  int64_t difference;
+  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
+  return b > 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+}
+
 }  // namespace weir
 
 template <typename T, typename Tag>

@@ -11,6 +11,10 @@ namespace weir::app {
 using dataflow::Step;
 using dataflow::StepKind;
 
+std::string TaskId(int subtopology, int32_t partition) {
+  return std::to_string(subtopology) + "_" + std::to_string(partition);
+}
+
 int Plan::task_count() const {
   int n = 0;
   for (const SubTopology& s : subtopologies) n += s.partitions;
@@ -139,6 +143,9 @@ Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& opt
     for (int step_id : sub.steps) {
       const Step& s = graph.steps[step_id];
       if (dataflow::IsStateful(s.kind)) sub.stateful_steps.push_back(s.name);
+      sub.mark_lag_ms += dataflow::OutputLagMs(s);
+      if (s.kind == StepKind::kGroupBy)
+        sub.repartition_outputs.push_back(dataflow::RepartitionTopicName(options.name, s.name));
       if (s.kind == StepKind::kTopicSink) {
         int32_t partitions = s.topic_sink.partitions > 0 ? s.topic_sink.partitions : sub.partitions;
         plan.output_topics.emplace(s.topic_sink.topic, partitions);
@@ -157,6 +164,15 @@ Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& opt
     }
     plan.output_topics.emplace(sub.dead_letter_topic, 1);
     plan.dead_letter_topics.insert(sub.dead_letter_topic);
+  }
+
+  for (SubTopology& sub : plan.subtopologies) {
+    for (SubTopologyInput& input : sub.inputs) {
+      for (int upstream : input.upstream) {
+        for (int32_t p = 0; p < plan.subtopologies[upstream].partitions; ++p)
+          input.producers.push_back(TaskId(upstream, p));
+      }
+    }
   }
 
   // Reading and writing one topic in one application would feed its output back to itself.

@@ -20,10 +20,16 @@
 
 namespace weir::app {
 
+// "<sub-topology>_<partition>", as Kafka Streams names tasks.
+std::string TaskId(int subtopology, int32_t partition);
+
 struct SubTopologyInput {
   int root_step = 0;
   std::string topic;          // the source topic or the repartition topic; empty otherwise
   std::vector<int> upstream;  // sub-topologies writing `topic` (repartition only)
+  // The tasks writing `topic` (repartition only): the reader's watermark for this input is the
+  // minimum of their watermark marks.
+  std::vector<std::string> producers;
   bool from_repartition() const { return !upstream.empty(); }
 };
 
@@ -34,6 +40,10 @@ struct SubTopology {
   std::vector<int> steps;                // the steps its tasks run after the roots, in graph order
   std::vector<std::string> stateful_steps;
   std::string dead_letter_topic;
+  // The repartition topics its group-by steps write: each task puts its watermark marks there,
+  // at its watermark less `mark_lag_ms` (the sum of its steps' dataflow::OutputLagMs).
+  std::vector<std::string> repartition_outputs;
+  int64_t mark_lag_ms = 0;
 };
 
 struct Plan {

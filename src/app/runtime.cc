@@ -10,6 +10,11 @@
 #include "core/process_stats.h"
 
 namespace weir::app {
+namespace {
+
+constexpr int64_t kRepartitionSegmentBytes = 16 << 20;
+
+}  // namespace
 
 Runtime::Runtime(const ApplicationOptions& options, const dataflow::Graph& graph)
     : options_(options), graph_(graph) {}
@@ -70,6 +75,9 @@ Status Runtime::Setup() {
     }
     log::TopicConfig config;
     config.partitions = partitions;
+    // Repartition topics are purged segment by segment behind their readers: small segments
+    // keep what stays on disk to a few checkpoints' worth.
+    if (plan_.repartition_topics.count(name)) config.segment_bytes = kRepartitionSegmentBytes;
     WEIR_ASSIGN_OR_RETURN(log::Topic * topic, log_->GetOrCreateTopic(name, config));
     WEIR_RETURN_IF_ERROR(topic->ClaimForTransactions(options_.name));
     output_topics_[name] = topic;
@@ -320,6 +328,7 @@ Status Runtime::Checkpoint() {
     }
   }
   manifest_ = std::move(next);
+  WEIR_RETURN_IF_ERROR(PurgeRepartitionTopics());
   for (const std::string& topic : ending)
     end_of_input_.at(topic)->store(true, std::memory_order_release);
   records_since_checkpoint_ = 0;
@@ -327,6 +336,20 @@ Status Runtime::Checkpoint() {
   const int64_t records_in = SourceRecords();
   if (options_.on_checkpoint) options_.on_checkpoint(id, records_in);
   ReportProgress(id, records_in);
+  return Status::OK();
+}
+
+Status Runtime::PurgeRepartitionTopics() {
+  for (const auto& task : tasks_) {
+    const SubTopology& sub = task->subtopology();
+    for (size_t i = 0; i < sub.inputs.size(); ++i) {
+      const int64_t from = task->RetainFrom(i);
+      if (from < 0) continue;
+      log::Partition& partition = output_topics_.at(sub.inputs[i].topic)->partition(task->partition());
+      WEIR_RETURN_IF_ERROR(
+          partition.DeleteBefore(Offset(from), options_.name).status().WithContext("purging"));
+    }
+  }
   return Status::OK();
 }
 

@@ -82,6 +82,9 @@ class Runtime {
   Status Setup();
   Status Recover(const CheckpointManifest& manifest);
   Status Checkpoint();
+  // Deletes the repartition records that every reading task's committed checkpoint has passed
+  // (whole segments), as Kafka Streams purges its repartition topics after a commit.
+  Status PurgeRepartitionTopics();
   void WorkerLoop(std::vector<Task*> tasks);
   void Fail(Status status);
   void PauseWorkers();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <tuple>
 
 #include "app/manifest.h"
@@ -18,6 +19,8 @@ constexpr std::string_view kMetaSource = "source_position";
 constexpr std::string_view kMetaWatermark = "watermark";
 constexpr std::string_view kMetaCheckpoint = "checkpoint";
 constexpr std::string_view kMetaHeld = "held_deliveries";
+constexpr std::string_view kMetaInputWatermarks = "input_watermarks";
+constexpr std::string_view kMetaPendingMarks = "pending_marks";
 
 // Input 0's position keeps the name it had before tasks had several inputs.
 std::string SourcePositionMeta(size_t input) {
@@ -37,13 +40,37 @@ int64_t WallClockMs() {
       .count();
 }
 
-Result<int64_t> ParseInt(const std::string& s, std::string_view what) {
+std::optional<int64_t> ParseInt64(std::string_view text) {
   int64_t v;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) {
-    return Status::Corruption("bad " + std::string(what) + " in task state: '" + s + "'");
-  }
+  auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (r.ec != std::errc() || r.ptr != text.data() + text.size()) return std::nullopt;
   return v;
+}
+
+Result<int64_t> ParseInt(const std::string& s, std::string_view what) {
+  std::optional<int64_t> v = ParseInt64(s);
+  if (!v) return Status::Corruption("bad " + std::string(what) + " in task state: '" + s + "'");
+  return *v;
+}
+
+// Takes `text` up to the next `separator` (all of it if there is none) and moves past it.
+std::string_view TakeUntil(std::string_view& text, char separator) {
+  size_t at = text.find(separator);
+  std::string_view taken = text.substr(0, at);
+  text = at == std::string_view::npos ? std::string_view() : text.substr(at + 1);
+  return taken;
+}
+
+// Takes the next ','-separated entry of `saved`, four ':'-separated integers; false if it is
+// malformed.
+bool TakeFourFields(std::string_view& saved, int64_t (&fields)[4]) {
+  std::string_view entry = TakeUntil(saved, ',');
+  for (int64_t& field : fields) {
+    std::optional<int64_t> v = ParseInt64(TakeUntil(entry, ':'));
+    if (!v) return false;
+    field = *v;
+  }
+  return true;
 }
 
 }  // namespace
@@ -52,7 +79,7 @@ Task::Task(Runtime& runtime, const SubTopology& sub, PartitionId partition)
     : runtime_(runtime),
       sub_(sub),
       partition_(partition),
-      id_(std::to_string(sub.index) + "_" + std::to_string(partition.value())),
+      id_(TaskId(sub.index, partition.value())),
       alignment_(runtime.AlignmentOf(sub)) {}
 
 Task::~Task() = default;
@@ -83,6 +110,7 @@ Status Task::Open(int64_t checkpoint) {
   for (size_t i = 0; i < sub_.inputs.size(); ++i) {
     Input& input = inputs_[i];
     input.from_repartition = sub_.inputs[i].from_repartition();
+    input.producer_marks.assign(sub_.inputs[i].producers.size(), Watermark::Min());
     WEIR_ASSIGN_OR_RETURN(input.source, OpenSource(sub_.inputs[i]));
     input.redelivers_itself = input.source->RedeliversItself();
     WEIR_ASSIGN_OR_RETURN(std::optional<std::string> position,
@@ -96,8 +124,22 @@ Status Task::Open(int64_t checkpoint) {
     WEIR_ASSIGN_OR_RETURN(int64_t wm, ParseInt(*watermark, "watermark"));
     watermark_ = Watermark(wm);
   }
+  WEIR_ASSIGN_OR_RETURN(std::optional<std::string> input_watermarks,
+                        store_->GetMeta(kMetaInputWatermarks));
+  if (input_watermarks) WEIR_RETURN_IF_ERROR(RestoreInputWatermarks(*input_watermarks));
+  if (watermark_.IsEndOfInput()) {
+    // The input ended in an earlier run, which closed every window: anything read now is late
+    // (window.h), and downstream tasks hear so again.
+    for (Input& input : inputs_) {
+      input.watermark = Watermark::Max();
+      std::fill(input.producer_marks.begin(), input.producer_marks.end(), Watermark::Max());
+    }
+  }
   WEIR_ASSIGN_OR_RETURN(std::optional<std::string> held, store_->GetMeta(kMetaHeld));
   if (held) WEIR_RETURN_IF_ERROR(RestoreHeld(*held));
+  WEIR_ASSIGN_OR_RETURN(std::optional<std::string> pending, store_->GetMeta(kMetaPendingMarks));
+  if (pending) WEIR_RETURN_IF_ERROR(RestorePendingMarks(*pending));
+  retain_from_.assign(inputs_.size(), -1);
 
   // Operators for the sub-topology's steps, linked as the graph links them; a multi-input
   // step is linked to each parent through a port.
@@ -142,8 +184,9 @@ Result<std::unique_ptr<dataflow::Source>> Task::OpenSource(const SubTopologyInpu
     case dataflow::StepKind::kGroupBy: {
       TopicSourceOptions options;
       options.topic = input.topic;
-      return dataflow::OpenTopicSource(runtime_.log(), options, partition_,
-                                       runtime_.EndOfInput(input.topic));
+      const dataflow::RepartitionReading reading{runtime_.EndOfInput(input.topic),
+                                                 input.producers};
+      return dataflow::OpenTopicSource(runtime_.log(), options, partition_, &reading);
     }
     default:
       return Status::Internal("sub-topology rooted at step " + root.name);
@@ -176,6 +219,7 @@ Result<bool> Task::RunBatch() {
   for (Input& input : inputs_) {
     WEIR_RETURN_IF_ERROR(input.root->TakeError().WithContext("task " + id_));
   }
+  WriteWatermarkMarks();  // after what the watermark made the steps emit
   WEIR_RETURN_IF_ERROR(FlushOutputs());
   if (all_ended && redeliveries_.empty()) finished_ = true;
   if (alignment_) alignment_->Publish(partition_.value(), watermark_, finished_);
@@ -204,13 +248,17 @@ Result<bool> Task::ProcessInputs(bool& all_ended) {
         break;
       }
       polled[i] = true;
+      ApplyMarks(input, input.batch.records.size());
       input.batch.Clear();
       input.next = 0;
+      input.next_mark = 0;
       current_input_ = static_cast<int32_t>(i);
       WEIR_ASSIGN_OR_RETURN(dataflow::PollResult result,
                             input.source->Poll(kBatchRecords, input.batch, *this));
       if (result == dataflow::PollResult::kEnd) {
         input.ended = true;
+        input.watermark = Watermark::Max();
+        RefreshWatermark();
         if (n > 1) input.root->OnInputEnd();
       } else if (input.batch.records.empty()) {
         idle[i] = true;
@@ -235,9 +283,15 @@ Result<bool> Task::ProcessInputs(bool& all_ended) {
       input.root->Prefetch(input.batch.records[input.next + kPrefetchFar], 0);
     if (input.next + kPrefetchNear < size)
       input.root->Prefetch(input.batch.records[input.next + kPrefetchNear], 1);
+    if (input.next_mark < input.batch.marks.size()) ApplyMarks(input, input.next);
     ProcessRecord(static_cast<int32_t>(chosen), input.batch, input.next++, 1);
     ++input.records_in;
     ++processed;
+  }
+  // Marks after an input's last record take effect now; the records after a mark still waiting
+  // in the batch cannot be earlier than it.
+  for (Input& input : inputs_) {
+    if (input.next == input.batch.records.size()) ApplyMarks(input, input.next);
   }
   records_in_ += static_cast<int64_t>(processed);
   runtime_.CountRecords(static_cast<int64_t>(processed));
@@ -256,7 +310,10 @@ void Task::ProcessRecord(int32_t input_index, dataflow::SourceBatch& batch, size
   current_deliveries_ = deliveries;
   current_held_ = false;
   Record& record = batch.records[index];
-  watermark_ = watermark_.Advance(record.timestamp);
+  if (!input.from_repartition && record.timestamp.value() > input.watermark.value()) {
+    input.watermark = input.watermark.Advance(record.timestamp);
+    RefreshWatermark();
+  }
   input.root->Process(std::move(record));
   if (!current_held_ && input.redelivers_itself) {
     input.source->Resolve(current_position_, Resolution::kAck);
@@ -352,18 +409,9 @@ std::string Task::SaveHeld() const {
 
 Status Task::RestoreHeld(std::string_view saved) {
   while (!saved.empty()) {
-    size_t comma = saved.find(',');
-    std::string_view entry = saved.substr(0, comma);
-    saved = comma == std::string_view::npos ? std::string_view() : saved.substr(comma + 1);
     int64_t fields[4];
-    for (int64_t& field : fields) {
-      size_t colon = entry.find(':');
-      std::string_view text = entry.substr(0, colon);
-      auto r = std::from_chars(text.data(), text.data() + text.size(), field);
-      if (r.ec != std::errc() || r.ptr != text.data() + text.size()) {
-        return Status::Corruption("task " + id_ + ": bad held delivery in its state");
-      }
-      entry = colon == std::string_view::npos ? std::string_view() : entry.substr(colon + 1);
+    if (!TakeFourFields(saved, fields)) {
+      return Status::Corruption("task " + id_ + ": bad held delivery in its state");
     }
     if (fields[0] < 0 || fields[0] >= static_cast<int64_t>(inputs_.size())) {
       return Status::Corruption("task " + id_ + ": held delivery of an unknown input");
@@ -390,7 +438,127 @@ void Task::AdvanceIdleWatermark() {
   auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - last_input_);
   if (quiet < idle_timeout_) return;
-  watermark_ = watermark_.Advance(EventTime(watermark_at_last_input_.value()) + quiet);
+  idle_floor_ = idle_floor_.Advance(EventTime(watermark_at_last_input_.value()) + quiet);
+  RefreshWatermark();
+}
+
+void Task::ApplyMarks(Input& input, size_t upto) {
+  const std::vector<dataflow::SourceBatch::Mark>& marks = input.batch.marks;
+  bool moved = false;
+  for (; input.next_mark < marks.size() && marks[input.next_mark].before <= upto;
+       ++input.next_mark) {
+    const dataflow::SourceBatch::Mark& mark = marks[input.next_mark];
+    Watermark& producer = input.producer_marks[mark.producer];
+    if (mark.watermark.value() > producer.value()) {
+      producer = mark.watermark;
+      moved = true;
+    }
+  }
+  if (!moved) return;
+  input.watermark = *std::min_element(input.producer_marks.begin(), input.producer_marks.end());
+  RefreshWatermark();
+}
+
+void Task::RefreshWatermark() {
+  Watermark lowest = Watermark::Max();
+  for (const Input& input : inputs_) {
+    Watermark w = input.from_repartition ? input.watermark
+                                         : std::max(input.watermark, idle_floor_);
+    lowest = std::min(lowest, w);
+  }
+  if (lowest.value() > watermark_.value()) watermark_ = lowest;
+}
+
+void Task::WriteWatermarkMarks() {
+  // What the task's steps may still emit can be up to mark_lag_ms behind its watermark. The end
+  // of input stays +infinity: everything has been emitted then.
+  const Watermark mark =
+      watermark_.IsEndOfInput() || watermark_ == Watermark::Min()
+          ? watermark_
+          : Watermark(SubtractSaturating(watermark_.value(), sub_.mark_lag_ms));
+  if (mark == last_mark_) return;
+  for (const std::string& topic : sub_.repartition_outputs) {
+    TopicOutput(topic).WriteWatermarkMark(id_, mark);
+  }
+  last_mark_ = mark;
+}
+
+std::string Task::SaveInputWatermarks() const {
+  // Per input, ';'-separated: its watermark, or its producers' marks ','-separated.
+  std::string out;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const Input& input = inputs_[i];
+    if (i > 0) out += ';';
+    if (!input.from_repartition) {
+      out += std::to_string(input.watermark.value());
+      continue;
+    }
+    for (size_t p = 0; p < input.producer_marks.size(); ++p) {
+      if (p > 0) out += ',';
+      out += std::to_string(input.producer_marks[p].value());
+    }
+  }
+  return out;
+}
+
+Status Task::RestoreInputWatermarks(std::string_view saved) {
+  const Status bad = Status::Corruption("task " + id_ + ": bad input watermarks in its state");
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    std::string_view entry = TakeUntil(saved, ';');
+    Input& input = inputs_[i];
+    std::vector<Watermark> values;
+    while (!entry.empty()) {
+      std::optional<int64_t> v = ParseInt64(TakeUntil(entry, ','));
+      if (!v) return bad;
+      values.emplace_back(*v);
+    }
+    if (!input.from_repartition) {
+      if (values.size() != 1) return bad;
+      input.watermark = values[0];
+      continue;
+    }
+    if (values.size() != input.producer_marks.size()) return bad;
+    input.producer_marks = std::move(values);
+    input.watermark = *std::min_element(input.producer_marks.begin(), input.producer_marks.end());
+  }
+  return Status::OK();
+}
+
+std::string Task::SavePendingMarks() const {
+  // "input:position:producer:watermark" per mark not applied yet, ','-separated.
+  std::string out;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const Input& input = inputs_[i];
+    for (size_t k = input.next_mark; k < input.batch.marks.size(); ++k) {
+      const dataflow::SourceBatch::Mark& mark = input.batch.marks[k];
+      if (!out.empty()) out += ',';
+      out += std::to_string(i) + ':' + std::to_string(mark.position) + ':' +
+             std::to_string(mark.producer) + ':' + std::to_string(mark.watermark.value());
+    }
+  }
+  return out;
+}
+
+Status Task::RestorePendingMarks(std::string_view saved) {
+  // After RestoreHeld, which put the records read but not merged back into their batches: each
+  // mark goes back between them, before the first record read after it.
+  while (!saved.empty()) {
+    int64_t fields[4];
+    if (!TakeFourFields(saved, fields)) {
+      return Status::Corruption("task " + id_ + ": bad pending watermark mark in its state");
+    }
+    if (fields[0] < 0 || fields[0] >= static_cast<int64_t>(inputs_.size()) || fields[2] < 0 ||
+        fields[2] >= static_cast<int64_t>(inputs_[fields[0]].producer_marks.size())) {
+      return Status::Corruption("task " + id_ + ": pending watermark mark of an unknown input");
+    }
+    dataflow::SourceBatch& batch = inputs_[fields[0]].batch;
+    const auto before = static_cast<size_t>(
+        std::lower_bound(batch.positions.begin(), batch.positions.end(), fields[1]) -
+        batch.positions.begin());
+    batch.marks.push_back(
+        {before, fields[1], static_cast<int32_t>(fields[2]), Watermark(fields[3])});
+  }
+  return Status::OK();
 }
 
 Status Task::FlushOutputs() {
@@ -408,11 +576,32 @@ Status Task::Prepare(int64_t checkpoint) {
     store_->PutMeta(SourcePositionMeta(i), inputs_[i].source->SavePosition());
   }
   store_->PutMeta(kMetaHeld, SaveHeld());
+  store_->PutMeta(kMetaPendingMarks, SavePendingMarks());
+  store_->PutMeta(kMetaInputWatermarks, SaveInputWatermarks());
   store_->PutMeta(kMetaWatermark, std::to_string(watermark_.value()));
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const Input& input = inputs_[i];
+    if (!input.from_repartition) continue;
+    int64_t from = input.source->NextPosition();
+    if (input.next < input.batch.positions.size()) {
+      from = std::min(from, input.batch.positions[input.next]);
+    }
+    for (const Redelivery& r : redeliveries_) {
+      if (r.input == static_cast<int32_t>(i)) from = std::min(from, r.position);
+    }
+    for (const auto& [key, held] : held_) {
+      if (static_cast<size_t>(key >> 56) == i) {
+        from = std::min(from, static_cast<int64_t>(key & ((1ULL << 56) - 1)));
+      }
+    }
+    retain_from_[i] = from;
+  }
   store_->PutMeta(kMetaCheckpoint, std::to_string(checkpoint));
   return store_->Prepare(CheckpointManifest::TransactionName(checkpoint))
       .WithContext("task " + id_ + " checkpoint");
 }
+
+int64_t Task::RetainFrom(size_t input) const { return retain_from_[input]; }
 
 Status Task::Commit() {
   WEIR_RETURN_IF_ERROR(store_->Commit().WithContext("task " + id_ + " commit"));

@@ -4,8 +4,9 @@
 //
 // Threads: a task runs on one worker thread. The coordinator calls Prepare/Commit/Rollback
 // only while that worker is parked (the park/resume handshake orders the accesses).
-// Durability: Prepare puts the source positions, the held deliveries and the watermark into the
-// store's meta next to the state, so they commit together. A restarted task delivers the held
+// Durability: Prepare puts the source positions, the held deliveries, the watermark and each
+// input's (per producer, for repartition topics) into the store's meta next to the state, so
+// they commit together. A restarted task delivers the held
 // records again (read from their sources) before anything new.
 #pragma once
 
@@ -34,6 +35,7 @@ class Task : public dataflow::TaskContext {
   // "<sub-topology>_<partition>", as Kafka Streams names tasks.
   const std::string& id() const { return id_; }
   const SubTopology& subtopology() const { return sub_; }
+  PartitionId partition() const { return partition_; }
   // Opens the store, settles what a crashed run left prepared (commits "ckpt-<checkpoint>",
   // rolls back anything else), restores the source position and watermark, builds operators.
   Status Open(int64_t checkpoint);
@@ -43,6 +45,10 @@ class Task : public dataflow::TaskContext {
   bool finished() const { return finished_; }
 
   Status Prepare(int64_t checkpoint);
+  // The first offset of repartition input `input`'s partition that the last prepared checkpoint
+  // still needs (its position, or an earlier record it holds or has not merged yet), or -1 for
+  // an input that is not a repartition topic. Everything below can be purged once it commits.
+  int64_t RetainFrom(size_t input) const;
   Status Commit();
   Status Rollback();
 
@@ -85,6 +91,12 @@ class Task : public dataflow::TaskContext {
     bool from_repartition = false;
     bool redelivers_itself = false;  // source->RedeliversItself(), read once
     int64_t records_in = 0;
+    // The input's watermark: a source's is the largest event time read from it (Max once it
+    // ended); a repartition topic's is the minimum of its producers' marks, applied in their
+    // place between the records (`batch.marks` up to `next_mark`).
+    Watermark watermark = Watermark::Min();
+    std::vector<Watermark> producer_marks;  // repartition only: per SubTopologyInput::producers
+    size_t next_mark = 0;
   };
   // A record to deliver again: where it is, and how many times it was delivered.
   struct Redelivery {
@@ -116,6 +128,19 @@ class Task : public dataflow::TaskContext {
   Status RestoreHeld(std::string_view saved);
   // A quiet partition's watermark follows the wall clock once idle_timeout_ has passed.
   void AdvanceIdleWatermark();
+  // Applies `input`'s marks that come before its record `upto` (all of them: the batch's size).
+  void ApplyMarks(Input& input, size_t upto);
+  // The task's watermark: the minimum over its inputs (sources raised to the idle floor); never
+  // goes back.
+  void RefreshWatermark();
+  // Writes the watermark into every repartition topic the task writes, if it moved since the
+  // last mark.
+  void WriteWatermarkMarks();
+  std::string SaveInputWatermarks() const;
+  Status RestoreInputWatermarks(std::string_view saved);
+  // Marks of records read but not merged yet, saved beside them (SaveHeld).
+  std::string SavePendingMarks() const;
+  Status RestorePendingMarks(std::string_view saved);
   Status FlushOutputs();
 
   Runtime& runtime_;
@@ -143,10 +168,14 @@ class Task : public dataflow::TaskContext {
   std::map<std::string, std::unique_ptr<dataflow::TopicWriter>, std::less<>> topic_writers_;
   std::map<std::string, std::unique_ptr<dataflow::LineWriter>, std::less<>> line_writers_;
   Watermark watermark_ = Watermark::Min();
-  // Idle close (TopicSourceOptions::idle_timeout): when input last came, and the watermark then.
+  Watermark last_mark_ = Watermark::Min();  // the last watermark mark written
+  // Idle close (TopicSourceOptions::idle_timeout): when input last came, the watermark then,
+  // and how far the wall clock has moved source inputs' watermarks since.
   std::chrono::milliseconds idle_timeout_{0};
   std::chrono::steady_clock::time_point last_input_ = std::chrono::steady_clock::now();
   Watermark watermark_at_last_input_ = Watermark::Min();
+  Watermark idle_floor_ = Watermark::Min();
+  std::vector<int64_t> retain_from_;  // per input, as of the last Prepare (RetainFrom)
   int64_t records_in_ = 0;
   int64_t redelivered_ = 0;
   int64_t evicted_ = 0;

@@ -49,11 +49,6 @@ int64_t TumbleStart(int64_t t) { return t - t % kWindowMs; }
 // An interval join wide enough to match every pair of a key, whenever its members come.
 constexpr milliseconds kUnbounded = std::chrono::hours(24 * 365 * 50);
 
-// q5 and q7 combine 10 s windows of several tasks in a second window. When an input ends, a
-// task closes all its windows at once, up to one window size ahead of what another task, not yet
-// at its end, still has to emit; the second stage's grace covers that as well.
-milliseconds SecondStageGrace(milliseconds grace) { return grace + milliseconds(kWindowMs); }
-
 // q5 and q7: the rows of one window with the largest value, {"max": <largest>, "rows": [...]}.
 // `lift` turns a record value into that form: one row, or a partial answer of an earlier stage,
 // so a second stage can combine the first stage's answers.
@@ -232,7 +227,7 @@ void AddQuery(Query query, Stream source, const QueryOptions& options) {
               "q5-counts")
           .GroupBy("start", KeySerde::kInt)
           // Every count of one hopping window has the timestamp end - 1, in one 2 s slot.
-          .Window(WindowDefinition::Tumbling(seconds(2)).Grace(SecondStageGrace(grace)))
+          .Window(WindowDefinition::Tumbling(seconds(2)).Grace(grace))
           .Agg({{"top",
                  TopRows([](const Value& row) { return OneTopRow(Field(row, "num"), row); })}})
           .Closing(Closing::kPartition)
@@ -261,7 +256,7 @@ void AddQuery(Query query, Stream source, const QueryOptions& options) {
           .LateTopic(options.late_topic)
           .Final()
           .GroupBy("start", KeySerde::kInt, 1)
-          .Window(WindowDefinition::Tumbling(seconds(10)).Grace(SecondStageGrace(grace)))
+          .Window(WindowDefinition::Tumbling(seconds(10)).Grace(grace))
           .Agg({{"top", TopRows([](const Value& w) { return Field(w, "top"); })}})
           .Closing(Closing::kPartition)
           .LateTopic(options.late_topic)

@@ -69,6 +69,22 @@ bool IsMultiInput(StepKind kind) {
   return kind == StepKind::kJoin || kind == StepKind::kIntervalJoin || kind == StepKind::kAsOfJoin;
 }
 
+int64_t OutputLagMs(const Step& step) {
+  switch (step.kind) {
+    case StepKind::kWindow:
+      return step.window->definition.is_count() ? 0 : step.window->definition.grace();
+    case StepKind::kIntervalJoin:  // a left-outer left without a match leaves past its upper bound
+      return step.interval_join->grace.count() +
+             (step.interval_join->left_outer ? step.interval_join->upper.count() : 0);
+    case StepKind::kAsOfJoin:
+      return step.asof_join->grace.count();
+    case StepKind::kJoin:  // a group settles up to its tolerance, or its timeout, after its time
+      return std::max(step.join->tolerance.count(), step.join->timeout.count());
+    default:
+      return 0;
+  }
+}
+
 std::string Step::Describe() const {
   std::string d =
       std::string(StepKindName(kind)) + " " + name + " parent=" + std::to_string(parent);

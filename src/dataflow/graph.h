@@ -47,6 +47,14 @@ bool IsStateful(StepKind kind);
 // Steps with several parents (their inputs are numbered in the order of `parents`).
 bool IsMultiInput(StepKind kind);
 
+struct Step;
+// How far behind the task's watermark the timestamps of what `step` emits may be, in ms: a
+// window emits a window (timestamp end - 1) once the watermark is its end + grace; a join emits
+// a match or an expiry up to its grace (and bound) behind. 0 for steps that emit what they get.
+// A task writing a repartition topic marks it with its watermark less the sum of these over its
+// steps, so no record it writes after a mark is behind the mark (watermark_marks.h).
+int64_t OutputLagMs(const Step& step);
+
 // A window step: what WindowedStream collected.
 struct WindowStep {
   WindowDefinition definition;

@@ -66,6 +66,7 @@ Status KeyedTimeJoin::Restore() {
 void KeyedTimeJoin::ProcessInput(int input, Record&& event) {
   // Records this step did not see (another branch, a filter before it) may have moved the
   // watermark: what they made final goes first, so the event meets the state as it now is.
+  if (ctx_.watermark().IsEndOfInput()) return late_.Write(event, kInputEndedReason, 0);
   const int64_t horizon = Horizon(ctx_.watermark());
   Sweep(horizon);
   const int64_t ts = event.timestamp.value();

@@ -37,18 +37,6 @@ namespace weir::dataflow {
 inline constexpr int kLeftInput = 0;
 inline constexpr int kRightInput = 1;
 
-// Event-time arithmetic that saturates instead of overflowing (times come from user data).
-inline int64_t AddSaturating(int64_t a, int64_t b) {
-  int64_t sum;
-  if (!__builtin_add_overflow(a, b, &sum)) return sum;
-  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
-}
-inline int64_t SubtractSaturating(int64_t a, int64_t b) {
-  int64_t difference;
-  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
-  return b > 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
-}
-
 // One side's entries [ts, value, ...], in time order.
 using JoinSide = Value::Array;
 inline int64_t EntryTime(const Value& entry) { return entry.as_array()[0].as_int(); }

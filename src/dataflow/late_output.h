@@ -14,6 +14,12 @@ namespace weir::dataflow {
 // {"reason", "late_by_ms", "value": <the event's value>} to the step's late topic and late file
 // (either may be absent). Threads: the task's. REQUIRES: the topic and file are outputs of the
 // compiled plan.
+// Why an event is late when it arrives after the input ended in an earlier run (the task's
+// watermark is Watermark::Max()): that run closed every window and join state, for every key,
+// so whatever comes after is late (window.h).
+inline constexpr std::string_view kInputEndedReason =
+    "input ended in an earlier run, which closed every window";
+
 class LateOutput {
  public:
   // Empty `topic` or `file`: none.

@@ -5,6 +5,8 @@
 
 #include <cerrno>
 
+#include "dataflow/watermark_marks.h"
+
 namespace weir::dataflow {
 
 TopicWriter::TopicWriter(log::Topic* topic, std::string owner)
@@ -13,6 +15,10 @@ TopicWriter::TopicWriter(log::Topic* topic, std::string owner)
 void TopicWriter::WriteTo(PartitionId partition, const Record& record) {
   batches_[partition.value()].Add(record.timestamp, record.key, record.value, record.headers);
   ++records_written_;
+}
+
+void TopicWriter::WriteWatermarkMark(std::string_view producer, Watermark watermark) {
+  for (log::RecordBatchBuilder& batch : batches_) AppendWatermarkMark(batch, producer, watermark);
 }
 
 Status TopicWriter::Flush() {

@@ -27,6 +27,9 @@ class TopicWriter {
   // Encodes the record into its partition's batch: the key's Kafka partition.
   void Write(const Record& record) { WriteTo(topic_->PartitionFor(record.key), record); }
   void WriteTo(PartitionId partition, const Record& record);
+  // Encodes `producer`'s watermark mark into every partition's batch (watermark_marks.h); marks
+  // are not counted in records_written().
+  void WriteWatermarkMark(std::string_view producer, Watermark watermark);
   // Appends every non-empty batch to its partition.
   Status Flush();
   log::Topic* topic() const { return topic_; }

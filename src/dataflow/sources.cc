@@ -4,9 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+
+#include "dataflow/watermark_marks.h"
 
 namespace weir::dataflow {
 
@@ -188,12 +191,12 @@ class FileSource : public Source {
 class TopicSource : public Source {
  public:
   TopicSource(TopicSourceOptions options, log::Partition& partition, Offset end,
-              const std::atomic<bool>* end_of_input)
+              const RepartitionReading* repartition)
       : options_(std::move(options)),
         partition_(partition),
         reader_(partition, partition.FirstOffset()),
         bounded_end_(end),
-        end_of_input_(end_of_input),
+        repartition_(repartition ? *repartition : RepartitionReading()),
         limiter_(options_.max_rate) {
     extraction_.key = options_.key;
     extraction_.timestamp_field = options_.timestamp_field;
@@ -207,11 +210,13 @@ class TopicSource : public Source {
       allowed = std::min<size_t>(allowed, bounded_end_ - reader_.position());
     }
     // Read the flag before reading: if it was set, everything the producers wrote is visible.
-    bool ended = end_of_input_ != nullptr && end_of_input_->load(std::memory_order_acquire);
+    bool ended = repartition_.end_of_input != nullptr &&
+                 repartition_.end_of_input->load(std::memory_order_acquire);
     auto records = reader_.Next(allowed);
     if (!records.ok()) return records.status().WithContext(Describe());
     if (records->empty()) return ended ? PollResult::kEnd : PollResult::kIdle;
     for (const log::StoredRecord& stored : *records) {
+      if (!repartition_.producers.empty() && TakeMark(stored, batch, ctx)) continue;
       auto record = Decode(stored);
       if (!record.ok()) {
         ctx.RawDeadLetter(record.status().message(), PositionValue(stored.offset.value()),
@@ -225,6 +230,7 @@ class TopicSource : public Source {
   }
 
   std::string SavePosition() const override { return std::to_string(reader_.position().value()); }
+  int64_t NextPosition() const override { return reader_.position().value(); }
 
   Result<Record> Reread(int64_t offset, int64_t) override {
     log::PartitionReader reader(partition_, Offset(offset));
@@ -258,6 +264,29 @@ class TopicSource : public Source {
   }
 
  private:
+  // Whether `stored` was a watermark mark (put into the batch, or dead-lettered if malformed or
+  // from an unknown producer).
+  bool TakeMark(const log::StoredRecord& stored, SourceBatch& batch, TaskContext& ctx) {
+    auto mark = DecodeWatermarkMark(stored);
+    if (mark.ok() && !mark->has_value()) return false;
+    const int64_t offset = stored.offset.value();
+    if (!mark.ok()) {
+      ctx.RawDeadLetter(mark.status().message(), PositionValue(offset), stored.value);
+      return true;
+    }
+    const auto& producers = repartition_.producers;
+    auto it = std::find(producers.begin(), producers.end(), (*mark)->producer);
+    if (it == producers.end()) {
+      ctx.RawDeadLetter("watermark mark from task '" + std::string((*mark)->producer) +
+                            "', which does not write this topic",
+                        PositionValue(offset), stored.value);
+      return true;
+    }
+    batch.marks.push_back({batch.records.size(), offset,
+                           static_cast<int32_t>(it - producers.begin()), (*mark)->watermark});
+    return true;
+  }
+
   Result<Record> Decode(const log::StoredRecord& stored) {
     WEIR_ASSIGN_OR_RETURN(Key key, stored.DecodeKey());
     WEIR_ASSIGN_OR_RETURN(std::vector<Header> headers, stored.DecodeHeaders());
@@ -272,7 +301,7 @@ class TopicSource : public Source {
   log::Partition& partition_;
   log::PartitionReader reader_;
   Offset bounded_end_;
-  const std::atomic<bool>* end_of_input_;
+  RepartitionReading repartition_;
   RateLimiter limiter_;
 };
 
@@ -410,14 +439,14 @@ Result<std::unique_ptr<Source>> OpenFileSource(const FileSourceOptions& options)
 Result<std::unique_ptr<Source>> OpenTopicSource(log::LogStore& log,
                                                 const TopicSourceOptions& options,
                                                 PartitionId partition,
-                                                const std::atomic<bool>* end_of_input) {
+                                                const RepartitionReading* repartition) {
   WEIR_ASSIGN_OR_RETURN(log::Topic * topic, log.GetTopic(options.topic));
   if (partition.value() >= topic->num_partitions()) {
     return Status::InvalidArgument("topic " + options.topic + " has no partition " +
                                    std::to_string(partition.value()));
   }
   log::Partition& p = topic->partition(partition);
-  return std::unique_ptr<Source>(new TopicSource(options, p, p.NextOffset(), end_of_input));
+  return std::unique_ptr<Source>(new TopicSource(options, p, p.NextOffset(), repartition));
 }
 
 std::unique_ptr<Source> OpenGeneratorSource(std::shared_ptr<const ClickstreamModel> model,

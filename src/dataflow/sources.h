@@ -44,11 +44,21 @@ struct SourceBatch {
     return reread_tokens.empty() ? positions[i] : reread_tokens[i];
   }
   int64_t identity(size_t i) const { return identities.empty() ? positions[i] : identities[i]; }
+  // Watermark marks read between the records (repartition topics only, watermark_marks.h), in
+  // order: mark k applies once records [0, marks[k].before) have been processed.
+  struct Mark {
+    size_t before;
+    int64_t position;  // the mark's own offset
+    int32_t producer;  // index into RepartitionReading::producers
+    Watermark watermark;
+  };
+  std::vector<Mark> marks;
   void Clear() {
     records.clear();
     positions.clear();
     reread_tokens.clear();
     identities.clear();
+    marks.clear();
   }
 };
 
@@ -72,6 +82,8 @@ class Source {
   virtual Result<PollResult> Poll(size_t max, SourceBatch& batch, TaskContext& ctx) = 0;
   virtual std::string SavePosition() const = 0;
   virtual Status RestorePosition(std::string_view saved) = 0;
+  // Sources whose positions are log offsets (topics): the offset Poll reads next. -1 otherwise.
+  virtual int64_t NextPosition() const { return -1; }
   // "file events.jsonl", "topic clicks partition 3", "generator partition 0".
   virtual std::string Describe() const = 0;
   // Where a record came from, for dead letters: {"line": 12, "byte": 3456},
@@ -103,13 +115,21 @@ class Source {
 // kFailedPrecondition if a restored position lies beyond the file's end (the file changed).
 Result<std::unique_ptr<Source>> OpenFileSource(const FileSourceOptions& options);
 
-// One partition of a topic of the embedded log. `end_of_input`, if given, says when a
-// repartition topic's producers have all finished and published: the source then ends once it
-// has read everything visible.
+// How a task reads a repartition topic.
+struct RepartitionReading {
+  // Set once the topic's producers have all finished and published: the source then ends once
+  // it has read everything visible.
+  const std::atomic<bool>* end_of_input = nullptr;
+  // The ids of the tasks that write the topic. Their watermark marks come out of the stream
+  // into SourceBatch::marks; a mark from a task not listed goes to the dead-letter topic.
+  std::vector<std::string> producers;
+};
+
+// One partition of a topic of the embedded log; `repartition` when it is a repartition topic.
 Result<std::unique_ptr<Source>> OpenTopicSource(log::LogStore& log,
                                                 const TopicSourceOptions& options,
                                                 PartitionId partition,
-                                                const std::atomic<bool>* end_of_input = nullptr);
+                                                const RepartitionReading* repartition = nullptr);
 
 // One partition of the clickstream generator.
 std::unique_ptr<Source> OpenGeneratorSource(std::shared_ptr<const ClickstreamModel> model,

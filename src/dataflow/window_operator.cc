@@ -69,6 +69,11 @@ class WindowOperator : public Operator {
   void Process(Record&& r) override {
     Status accepted = aggregations_.Accepts(r.value);
     if (!accepted.ok()) return ctx_.DeadLetter(accepted.message(), r);
+    if (ctx_.watermark().IsEndOfInput()) {
+      outcome_.reason = kInputEndedReason;
+      outcome_.late_by_ms = 0;
+      return Late(std::move(r));
+    }
     if (partition_mode_) {
       // Records this step did not see (a filter before it dropped them) may have moved the
       // watermark: what they closed closes first, so the event meets the windows as they are.

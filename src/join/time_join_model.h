@@ -3,10 +3,11 @@
 // include/weir/join.h and DESIGN.md §2 alone, for property tests that run the real engine.
 //
 // A task reads its two inputs merged in event-time order: of the two inputs' next events, the
-// earlier is read first (ties: the left). The watermark is the largest event time read so far,
-// the event being read included. An event is late when its time is before watermark - grace
-// as it is read; a late event joins nothing and is reported with late_by_ms = (watermark -
-// grace) - ts.
+// earlier is read first (ties: the left). An input's watermark is the largest event time read
+// from it so far, the event being read included, and +infinity once every event of it has been
+// read; the task's watermark is the smaller of the two (DESIGN.md §2). An event is late when its
+// time is before watermark - grace as it is read; a late event joins nothing and is reported
+// with late_by_ms = (watermark - grace) - ts.
 //
 // Thread safety: none; a model is used by one test thread.
 #pragma once
@@ -69,17 +70,24 @@ inline std::vector<ModelArrival> ReadInputs(const std::vector<ModelEvent>& left,
                                             std::vector<ModelLate>& late) {
   std::vector<ModelArrival> arrivals;
   size_t l = 0, r = 0;
-  int64_t watermark = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  int64_t left_watermark = left.empty() ? kMax : kMin;
+  int64_t right_watermark = right.empty() ? kMax : kMin;
   while (l < left.size() || r < right.size()) {
     bool take_left = r == right.size() || (l < left.size() && left[l].ts <= right[r].ts);
     ModelArrival a{take_left ? kModelLeft : kModelRight, take_left ? &left[l++] : &right[r++]};
-    watermark = std::max(watermark, a.event->ts);
-    const int64_t horizon = watermark - grace;
+    int64_t& input_watermark = take_left ? left_watermark : right_watermark;
+    input_watermark = std::max(input_watermark, a.event->ts);
+    const int64_t watermark = std::min(left_watermark, right_watermark);
+    const int64_t horizon = watermark == kMin ? kMin : watermark - grace;
     if (a.event->ts < horizon) {
       a.late = true;
       late.push_back({a.event->key, a.event->ts, horizon - a.event->ts, a.event->id});
     }
     arrivals.push_back(a);
+    if (l == left.size()) left_watermark = kMax;
+    if (r == right.size()) right_watermark = kMax;
   }
   return arrivals;
 }

@@ -519,6 +519,42 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
   return Status::OK();
 }
 
+Result<int64_t> Partition::State::DeleteOldestSegmentsLocked(
+    const std::function<bool(const Segment&)>& should_delete) {
+  const int64_t visible = self->NextOffset().value();
+  std::vector<std::shared_ptr<Segment>> doomed;
+  {
+    std::lock_guard lk(index_mu);
+    for (size_t i = 0; i + 1 < segments.size(); ++i) {
+      const Segment& s = *segments[i];
+      if (s.end_offset() > visible || !should_delete(s)) break;
+      doomed.push_back(segments[i]);
+    }
+  }
+  size_t removed_segments = 0;
+  int64_t removed_records = 0, removed_bytes = 0;
+  Status status;
+  for (const auto& s : doomed) {  // oldest first: a crash leaves no hole
+    if (::unlink(s->path().c_str()) != 0) {
+      status = FileError(errno, "deleting", s->path()).WithContext(Where());
+      break;
+    }
+    ++removed_segments;
+    removed_bytes += s->size();
+  }
+  if (removed_segments > 0) {
+    std::lock_guard lk(index_mu);
+    for (size_t i = 0; i < removed_segments; ++i) {
+      removed_records += segments[i]->end_offset() - segments[i]->base_offset();
+    }
+    segments.erase(segments.begin(), segments.begin() + static_cast<ptrdiff_t>(removed_segments));
+    first_offset.store(segments.front()->base_offset(), std::memory_order_release);
+    size_bytes.fetch_sub(removed_bytes, std::memory_order_relaxed);
+  }
+  if (!status.ok()) return status;
+  return removed_records;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Partition
 
@@ -782,48 +818,28 @@ Result<int64_t> Partition::EnforceRetention(std::chrono::system_clock::time_poin
   std::lock_guard io(st.io_mu);
   if (st.deleted_atomic.load()) return int64_t{0};
   const int64_t cutoff_ms = NowMs(now) - config.retention_age.count();
-  const int64_t visible = NextOffset().value();
-  std::vector<std::shared_ptr<Segment>> doomed;
+  int64_t total = st.size_bytes.load(std::memory_order_relaxed);
+  return st.DeleteOldestSegmentsLocked([&](const Segment& s) {
+    // As Kafka: a segment goes when the newer ones alone hold retention_bytes.
+    const bool by_bytes = config.retention_bytes >= 0 && total - s.size() >= config.retention_bytes;
+    const bool by_age = config.retention_age.count() >= 0 && s.newest_append_ms() < cutoff_ms;
+    if (!by_bytes && !by_age) return false;
+    total -= s.size();
+    return true;
+  });
+}
+
+Result<int64_t> Partition::DeleteBefore(Offset offset, std::string_view owner) {
+  State& st = *state_;
+  std::lock_guard io(st.io_mu);
   {
-    std::lock_guard lk(st.index_mu);
-    int64_t total = st.size_bytes.load(std::memory_order_relaxed);
-    for (size_t i = 0; i + 1 < st.segments.size(); ++i) {
-      const auto& s = st.segments[i];
-      // Never remove what readers have not been allowed to see (an unpublished transaction).
-      if (s->end_offset() > visible) break;
-      // As Kafka: a segment goes when the newer ones alone hold retention_bytes.
-      const bool by_bytes =
-          config.retention_bytes >= 0 && total - s->size() >= config.retention_bytes;
-      const bool by_age = config.retention_age.count() >= 0 && s->newest_append_ms() < cutoff_ms;
-      if (!by_bytes && !by_age) break;
-      doomed.push_back(s);
-      total -= s->size();
-    }
+    std::lock_guard lk(st.append_mu);
+    if (st.deleted) return Status::NotFound(st.Where() + " was deleted");
+    if (!st.owner.empty()) WEIR_RETURN_IF_ERROR(st.CheckOwner(owner, "DeleteBefore"));
   }
-  // Oldest first: a crash part-way leaves a shorter prefix removed, never a hole.
-  size_t removed_segments = 0;
-  int64_t removed_records = 0, removed_bytes = 0;
-  Status status;
-  for (const auto& s : doomed) {
-    if (::unlink(s->path().c_str()) != 0) {
-      status = FileError(errno, "deleting", s->path()).WithContext(st.Where());
-      break;
-    }
-    ++removed_segments;
-    removed_bytes += s->size();
-  }
-  if (removed_segments > 0) {
-    std::lock_guard lk(st.index_mu);
-    for (size_t i = 0; i < removed_segments; ++i) {
-      removed_records += st.segments[i]->end_offset() - st.segments[i]->base_offset();
-    }
-    st.segments.erase(st.segments.begin(),
-                      st.segments.begin() + static_cast<ptrdiff_t>(removed_segments));
-    st.first_offset.store(st.segments.front()->base_offset(), std::memory_order_release);
-    st.size_bytes.fetch_sub(removed_bytes, std::memory_order_relaxed);
-  }
-  if (!status.ok()) return status;
-  return removed_records;
+  // The visible end only moves under io_mu, so it holds while the segments go.
+  const int64_t limit = std::min(offset.value(), NextOffset().value());
+  return st.DeleteOldestSegmentsLocked([&](const Segment& s) { return s.end_offset() <= limit; });
 }
 
 // ---------------------------------------------------------------------------------------------

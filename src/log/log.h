@@ -148,6 +148,16 @@ class Partition {
   // partition keeps at least retention_bytes and at most that plus one segment. Never removes a
   // segment holding records beyond the visible end (an unpublished transaction).
   Result<int64_t> EnforceRetention(std::chrono::system_clock::time_point now);
+  // Deletes whole segments every record of which lies below `offset` (never the active
+  // segment), as Kafka's DeleteRecords does for a repartition topic once its reader's commit has
+  // passed them. Returns how many records it removed. FirstOffset() moves to the base offset of
+  // the first remaining segment, so up to a segment's worth of records below `offset` stays.
+  // For transactional partitions REQUIRES owner (kFailedPrecondition otherwise); `owner` is
+  // ignored for a plain partition. An offset above the visible end is clamped to the visible end
+  // (never deletes unpublished records). A reader below the new first offset gets
+  // kOutOfRange. kNotFound once the topic is deleted. Works on a failed partition too (like
+  // retention; it does not clear the failure).
+  Result<int64_t> DeleteBefore(Offset offset, std::string_view owner = {});
 
   // Bytes held in segment files.
   int64_t SizeBytes() const;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -807,6 +808,196 @@ TEST(Retention, NeverRemovesUnpublishedRecords) {
   ASSERT_TRUE(removed.ok());
   EXPECT_EQ(*removed, 0);
   EXPECT_EQ(p.FirstOffset(), Offset(0));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// The base offsets of a partition's segment files, oldest first (their names).
+std::vector<int64_t> SegmentBases(const fs::path& partition_dir) {
+  std::vector<int64_t> bases;
+  for (const fs::path& f : SegmentFiles(partition_dir))
+    bases.push_back(std::stoll(f.stem().string()));
+  return bases;
+}
+
+// Appends n records as one batch each (so 4 KiB segments roll every ~25 records).
+void AppendEachDurable(Partition& p, int n) {
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(p.Append(OneRecord("r" + std::to_string(i)), Durability::kWaitDurable).ok());
+  }
+}
+
+TopicConfig SmallSegments() {
+  TopicConfig config;
+  config.segment_bytes = 4096;
+  return config;
+}
+
+TEST(DeleteBefore, RemovesExactlyTheSegmentsWhollyBelowTheOffset) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Partition& p = CreateOrDie(*store, "t", SmallSegments())->partition(PartitionId(0));
+  AppendEachDurable(p, 300);
+  const fs::path pdir = dir.path() / "t" / "0";
+  const std::vector<int64_t> bases = SegmentBases(pdir);
+  ASSERT_GE(bases.size(), 6u);
+  const size_t k = bases.size() / 2;
+  const int64_t target = bases[k] + 3;  // inside segment k, which must stay
+  ASSERT_LT(target, bases[k + 1]);
+
+  PartitionReader retained(p, Offset(target));
+  ASSERT_TRUE(retained.Next(2).ok());
+  PartitionReader below(p, Offset(0));
+  ASSERT_TRUE(below.Next(2).ok());
+  const int64_t size_before = p.SizeBytes();
+
+  auto removed = p.DeleteBefore(Offset(target));
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(*removed, bases[k]);
+  EXPECT_EQ(p.FirstOffset(), Offset(bases[k]));
+  EXPECT_EQ(p.NextOffset(), Offset(300));
+  EXPECT_LT(p.SizeBytes(), size_before);
+  EXPECT_EQ(SegmentBases(pdir), std::vector<int64_t>(bases.begin() + k, bases.end()));
+
+  // A reader in a retained segment reads on; one below the first offset is out of range.
+  int64_t next = target + 2;
+  for (;;) {
+    auto batch = retained.Next();
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    if (batch->empty()) break;
+    for (const StoredRecord& r : *batch) {
+      ASSERT_EQ(r.offset.value(), next);
+      EXPECT_EQ(r.value, ValueFor("r" + std::to_string(next)));
+      ++next;
+    }
+  }
+  EXPECT_EQ(next, 300);
+  auto out = below.Next();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kOutOfRange);
+  PartitionReader fresh(p, Offset(bases[k] - 1));
+  EXPECT_EQ(fresh.Next().status().code(), StatusCode::kOutOfRange);
+  auto rest = ReadAll(p, bases[k]);
+  ASSERT_EQ(static_cast<int64_t>(rest.size()), 300 - bases[k]);
+  EXPECT_EQ(rest.front().second, ValueFor("r" + std::to_string(bases[k])));
+
+  // Again at the same offset, or below the first offset: nothing more goes.
+  auto again = p.DeleteBefore(Offset(target));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 0);
+  auto lower = p.DeleteBefore(Offset(1));
+  ASSERT_TRUE(lower.ok());
+  EXPECT_EQ(*lower, 0);
+  EXPECT_EQ(p.FirstOffset(), Offset(bases[k]));
+}
+
+TEST(DeleteBefore, AnOffsetAtASegmentBoundaryRemovesTheSegmentEndingThere) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Partition& p = CreateOrDie(*store, "t", SmallSegments())->partition(PartitionId(0));
+  AppendEachDurable(p, 100);
+  const std::vector<int64_t> bases = SegmentBases(dir.path() / "t" / "0");
+  ASSERT_GE(bases.size(), 3u);
+  auto removed = p.DeleteBefore(Offset(bases[2]));
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, bases[2]);
+  EXPECT_EQ(p.FirstOffset(), Offset(bases[2]));
+}
+
+TEST(DeleteBefore, NeverRemovesTheActiveSegment) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Partition& p = CreateOrDie(*store, "t", SmallSegments())->partition(PartitionId(0));
+  const fs::path pdir = dir.path() / "t" / "0";
+  AppendEachDurable(p, 10);
+  ASSERT_EQ(SegmentBases(pdir).size(), 1u);
+  auto none = p.DeleteBefore(Offset(1'000'000));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, 0);
+
+  AppendEachDurable(p, 90);
+  const std::vector<int64_t> bases = SegmentBases(pdir);
+  ASSERT_GE(bases.size(), 2u);
+  auto removed = p.DeleteBefore(Offset(1'000'000));
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, bases.back());
+  EXPECT_EQ(SegmentBases(pdir), std::vector<int64_t>{bases.back()});
+  EXPECT_EQ(p.FirstOffset(), Offset(bases.back()));
+  EXPECT_EQ(p.NextOffset(), Offset(100));
+  EXPECT_EQ(static_cast<int64_t>(ReadAll(p, bases.back()).size()), 100 - bases.back());
+  // Appends go on with dense offsets.
+  auto offset = p.Append(OneRecord("after"), Durability::kWaitDurable);
+  ASSERT_TRUE(offset.ok());
+  EXPECT_EQ(*offset, Offset(100));
+}
+
+TEST(DeleteBefore, TransactionalNeedsTheOwnerAndKeepsUnpublishedRecords) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Topic* topic = CreateOrDie(*store, "t", SmallSegments());
+  ASSERT_TRUE(topic->ClaimForTransactions("app").ok());
+  Partition& p = topic->partition(PartitionId(0));
+  for (int i = 0; i < 10; ++i) {  // ten flushed batches of ten records
+    AppendN(p, 10, "b" + std::to_string(i), "app");
+    ASSERT_TRUE(p.Flush("app").ok());
+  }
+  ASSERT_TRUE(p.Publish(Offset(50), "app").ok());
+  const fs::path pdir = dir.path() / "t" / "0";
+  const std::vector<int64_t> bases = SegmentBases(pdir);
+  ASSERT_GE(bases.size(), 3u);
+  ASSERT_GT(bases.back(), 50);  // some whole segments hold only unpublished records
+  // What DeleteBefore(visible end) keeps: the segment holding offset 50 on.
+  const int64_t expected_first = *std::prev(std::upper_bound(bases.begin(), bases.end(), 50));
+  ASSERT_GT(expected_first, 0);
+
+  for (std::string_view who : {"", "other"}) {
+    auto refused = p.DeleteBefore(Offset(100), who);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(refused.status().message().find("'app'"), std::string::npos);
+  }
+  EXPECT_EQ(SegmentBases(pdir), bases);
+  EXPECT_EQ(p.FirstOffset(), Offset(0));
+
+  auto removed = p.DeleteBefore(Offset(100), "app");  // clamped to the visible end, 50
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(*removed, expected_first);
+  EXPECT_EQ(p.FirstOffset(), Offset(expected_first));
+  EXPECT_EQ(p.NextOffset(), Offset(50));
+  EXPECT_EQ(p.DurableEnd(), Offset(100));
+
+  // The unpublished records are all there once published.
+  ASSERT_TRUE(p.Publish(Offset(100), "app").ok());
+  auto records = ReadAll(p, expected_first);
+  ASSERT_EQ(static_cast<int64_t>(records.size()), 100 - expected_first);
+  EXPECT_EQ(records.front().first, expected_first);
+  EXPECT_EQ(records.back().first, 99);
+  EXPECT_EQ(records.back().second, ValueFor("b99"));
+}
+
+TEST(DeleteBefore, SurvivesAReopen) {
+  TempDir dir;
+  int64_t first;
+  {
+    auto store = OpenOrDie(Options(dir.path()));
+    Partition& p = CreateOrDie(*store, "t", SmallSegments())->partition(PartitionId(0));
+    AppendEachDurable(p, 200);
+    const std::vector<int64_t> bases = SegmentBases(dir.path() / "t" / "0");
+    ASSERT_GE(bases.size(), 4u);
+    auto removed = p.DeleteBefore(Offset(bases[3] + 1));
+    ASSERT_TRUE(removed.ok());
+    first = bases[3];
+    ASSERT_EQ(*removed, first);
+  }
+  auto store = OpenOrDie(Options(dir.path()));
+  Partition& p = (*store->GetTopic("t"))->partition(PartitionId(0));
+  EXPECT_EQ(p.FirstOffset(), Offset(first));
+  EXPECT_EQ(p.NextOffset(), Offset(200));
+  PartitionReader below(p, Offset(first - 1));
+  EXPECT_EQ(below.Next().status().code(), StatusCode::kOutOfRange);
+  auto records = ReadAll(p, first);
+  ASSERT_EQ(static_cast<int64_t>(records.size()), 200 - first);
+  EXPECT_EQ(records.front().second, ValueFor("r" + std::to_string(first)));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -100,6 +101,15 @@ struct Partition::State {
   void ResolveWaiters(const Status& failure);
   // Marks done, with `status`, every waiter for records above `end`. REQUIRES: append_mu held.
   void FailWaitersAbove(int64_t end, const Status& status);
+  // Deletes segment files from the oldest on while `should_delete` says so of the next one,
+  // stopping at the active segment and at the first segment holding records at or past the
+  // visible end (what readers have not been allowed to see, as an unpublished transaction).
+  // Oldest first: a crash part-way leaves a shorter prefix removed, never a hole. A reader
+  // holding a deleted segment keeps reading it. Moves first_offset and size_bytes; returns how
+  // many records went. `should_delete` runs under index_mu (it may read Segment::end_offset).
+  // Shared by EnforceRetention and DeleteBefore. REQUIRES: io_mu held.
+  Result<int64_t> DeleteOldestSegmentsLocked(
+      const std::function<bool(const Segment&)>& should_delete);
   Status WriteCommittedFile(int64_t end) const;
   std::string Where() const;  // "topic 'x' partition 3"
 

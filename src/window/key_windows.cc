@@ -7,15 +7,6 @@ namespace {
 
 constexpr int64_t kMaxTime = std::numeric_limits<int64_t>::max();
 
-// Saturating arithmetic: watermarks start at INT64_MIN and end at INT64_MAX.
-int64_t SatSub(int64_t a, int64_t b) {
-  int64_t r;
-  return __builtin_sub_overflow(a, b, &r) ? (b > 0 ? kNoBound : kMaxTime) : r;
-}
-int64_t SatAdd(int64_t a, int64_t b) {
-  int64_t r;
-  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? kMaxTime : kNoBound) : r;
-}
 int64_t FloorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
@@ -33,10 +24,10 @@ void Bounds::Advance(const WindowDefinition& definition, Watermark wm) {
   }
   if (definition.kind() == WindowKind::kSession) {
     const int64_t gap = definition.size();
-    late = std::max(late, SatSub(SatSub(wm.value(), gap), definition.grace()));
-    close = std::max(close, SatSub(SatSub(wm.value(), 2 * gap), definition.grace()));
+    late = std::max(late, SubtractSaturating(SubtractSaturating(wm.value(), gap), definition.grace()));
+    close = std::max(close, SubtractSaturating(SubtractSaturating(wm.value(), 2 * gap), definition.grace()));
   } else {
-    close = std::max(close, SatSub(wm.value(), definition.grace()));
+    close = std::max(close, SubtractSaturating(wm.value(), definition.grace()));
   }
 }
 
@@ -172,8 +163,8 @@ void KeyWindows::AddAligned(KeyState& key, const Bounds& bounds, const Value& va
   const int64_t t = ts.value(), size = definition_.size(), step = definition_.step();
   // The windows holding t start at k * step for k in (t - size) / step < k <= t / step.
   const int64_t last_k = FloorDiv(t, step);
-  const int64_t first_k = FloorDiv(SatSub(t, size), step) + 1;
-  const int64_t latest_end = SatAdd(last_k * step, size);
+  const int64_t first_k = FloorDiv(SubtractSaturating(t, size), step) + 1;
+  const int64_t latest_end = AddSaturating(last_k * step, size);
   if (latest_end <= bounds.close) {
     outcome.late = true;
     outcome.late_by_ms = bounds.close - latest_end;
@@ -206,9 +197,9 @@ void KeyWindows::AddAligned(KeyState& key, const Bounds& bounds, const Value& va
 void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& value, EventTime ts,
                             AddOutcome& outcome) const {
   const int64_t t = ts.value(), size = definition_.size();
-  if (SatAdd(t, size) <= bounds.close) {
+  if (AddSaturating(t, size) <= bounds.close) {
     outcome.late = true;
-    outcome.late_by_ms = bounds.close - SatAdd(t, size);
+    outcome.late_by_ms = bounds.close - AddSaturating(t, size);
     outcome.reason = "ts " + std::to_string(t) + " + size " + std::to_string(size) + " + grace " +
                      std::to_string(definition_.grace()) + " <= watermark: no window can hold it";
     return;
@@ -247,7 +238,7 @@ void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& va
   }
   // Forget events no admissible event's window can reach: t' > close - size holds
   // e only if e > t' - size > close - 2 * size.
-  const int64_t keep_after = SatSub(bounds.close, 2 * size);
+  const int64_t keep_after = SubtractSaturating(bounds.close, 2 * size);
   Value::Array& kept = key.extra().as_array();
   auto first_kept = std::find_if(kept.begin(), kept.end(), [&](const Value& e) {
     return e.as_array()[0].as_int() > keep_after;
@@ -268,7 +259,7 @@ void KeyWindows::AddSession(KeyState& key, const Bounds& bounds, const Value& va
   }
   // Sessions are disjoint and more than a gap apart, so at most two can be within a gap of t:
   // the last one starting at or before t + gap, and the one before it.
-  const size_t after = key.LowerBound(SatAdd(SatAdd(t, gap), 1));
+  const size_t after = key.LowerBound(AddSaturating(AddSaturating(t, gap), 1));
   auto reaches = [&](size_t i) { return key.end(i) - 1 + gap >= t; };
   const bool a = after >= 1 && reaches(after - 1);
   const bool b = a && after >= 2 && reaches(after - 2);
@@ -357,7 +348,7 @@ void KeyWindows::Expire(KeyState& key, const Bounds& bounds,
   key.Erase(0, n);
   if (definition_.kind() == WindowKind::kSliding && key.extra().is_array()) {
     Value::Array& events = key.extra().as_array();
-    const int64_t keep_after = SatSub(bounds.close, 2 * definition_.size());
+    const int64_t keep_after = SubtractSaturating(bounds.close, 2 * definition_.size());
     auto first_kept = std::find_if(events.begin(), events.end(), [&](const Value& e) {
       return e.as_array()[0].as_int() > keep_after;
     });

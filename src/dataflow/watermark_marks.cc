@@ -1,0 +1,29 @@
+#include "dataflow/watermark_marks.h"
+
+#include <charconv>
+#include <string>
+
+namespace weir::dataflow {
+
+void AppendWatermarkMark(log::RecordBatchBuilder& batch, std::string_view producer,
+                         Watermark watermark) {
+  const Header header{std::string(kWatermarkHeader), std::to_string(watermark.value())};
+  batch.AddRaw(EventTime(watermark.value()), KeySerde::kString, producer, "", {&header, 1});
+}
+
+Result<std::optional<WatermarkMark>> DecodeWatermarkMark(const log::StoredRecord& stored) {
+  // Ordinary records of a repartition topic have no headers unless their source's had some.
+  if (stored.header_count != 1) return std::optional<WatermarkMark>();
+  WEIR_ASSIGN_OR_RETURN(std::vector<Header> headers, stored.DecodeHeaders());
+  if (headers[0].name != kWatermarkHeader) return std::optional<WatermarkMark>();
+  const std::string& text = headers[0].value;
+  int64_t value;
+  auto parsed = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (parsed.ec != std::errc() || parsed.ptr != text.data() + text.size() ||
+      stored.key_serde != KeySerde::kString || stored.key.empty() || !stored.value.empty()) {
+    return Status::Corruption("malformed watermark mark (header '" + text + "')");
+  }
+  return std::optional<WatermarkMark>(WatermarkMark{stored.key, Watermark(value)});
+}
+
+}  // namespace weir::dataflow
