@@ -39,11 +39,6 @@ struct ApplicationOptions {
   std::chrono::milliseconds checkpoint_interval{1000};
   int64_t checkpoint_records = 1'000'000;  // also checkpoint after this many input records
   std::string fsync = "group";             // log fsync policy: group, always, never
-  // Watermark alignment: a task whose watermark is this far (event time) ahead of a slower task
-  // of its sub-topology waits for it (src/app/task_alignment.h), which bounds the skew a
-  // repartition topic's readers see between its producers. 0: off. Pacing only; results are
-  // the same either way unless events would otherwise have been late.
-  std::chrono::milliseconds max_task_drift{0};
   // A description of the pipeline's definition; a restart whose description differs from the
   // checkpoint's is refused (its state would not fit). YAML pipelines pass their canonical form.
   std::string definition;

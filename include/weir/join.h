@@ -55,7 +55,11 @@
 //
 // Both keep their state per key in the step's store (exactly once), expire it by watermark, and
 // send an event that arrives after its state has expired (ts < watermark - grace) to
-// `late_topic` (or `<application>.late` if empty), never silently dropping it.
+// `late_topic` (or `<application>.late` if empty), never silently dropping it. The watermark is
+// the task's: the minimum over the join's inputs (each the largest event time read from it, or
+// the minimum over its producers after a group_by; +infinity once an input has ended), so an
+// input that is ahead never makes the other's events late. After the end of input in an earlier
+// run, every event is late (window.h).
 #pragma once
 
 #include <chrono>

@@ -11,17 +11,27 @@
 //
 // PER EVENT, in this order: (1) an aggregation that cannot take the value sends the record to
 // the dead-letter topic, and the window step does nothing else with it; (2) the watermarks take
-// the event: the partition watermark is the largest event time seen in the partition so far
-// (every record read counts: ones a filter before the window dropped, and dead letters), a key's
-// watermark the largest seen for that key among the events that reached the window step;
+// the event: the partition watermark is the task's (DESIGN.md §2), for a task reading a source
+// partition the largest event time seen in it so far (every record read counts: ones a filter
+// before the window dropped, and dead letters); for a task reading a repartition topic (after a
+// group_by) the minimum over the producing tasks' watermarks, which each writes into the topic
+// as it goes (less the output lag of its own windows and joins, so nothing it emits later is
+// behind it); for a task with several inputs (a join) the minimum over its inputs, an ended
+// input counting as +infinity. So whichever upstream task runs ahead, an event that was in order
+// in its source partition is never late after a repartition. A key's watermark is the largest
+// event time seen for that key among the events that reached the window step (after a
+// repartition, in the order the key's events from different producers happened to arrive: use
+// Closing::kPartition where the answer must not depend on that);
 // (3) the event is late, or it is added to its windows (and .Current() emits every window it
 // changed, in ascending start order); (4) windows that are now closed are emitted by .Final()
 // (a key's in ascending end, then start) and forgotten. Windows closed by records the step does
 // not see (filtered out, dead letters) are emitted with the next event that reaches it, at an
 // idle tick, or at the end of input. At the end of a bounded input the watermark becomes
-// +infinity and every window closes, for good: a later run over more input (a file that grew, a
-// bounded topic that did) finds them closed and its events for them late; reset the pipeline
-// to start over.
+// +infinity and every window closes, for good, and the watermark stays +infinity: a later run
+// over more input (a file that grew, a bounded topic that did) sends every event that reaches a
+// window or a time join to the late output, for every key alike (new keys too), with the reason
+// "input ended in an earlier run, which closed every window" and late_by_ms 0. Reset the
+// pipeline (weir run --reset) to start over.
 // `wm` below is the key's watermark under Closing::kKey, the partition's under kPartition.
 //
 // TIME WINDOWS (event time, milliseconds):

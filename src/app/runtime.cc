@@ -109,9 +109,6 @@ Status Runtime::Setup() {
     }
   }
   for (const SubTopology& sub : plan_.subtopologies) {
-    if (options_.max_task_drift.count() > 0 && sub.partitions > 1) {
-      alignments_[&sub] = std::make_unique<TaskAlignment>(sub.partitions, options_.max_task_drift);
-    }
     for (int32_t p = 0; p < sub.partitions; ++p) {
       tasks_.push_back(std::make_unique<Task>(*this, sub, PartitionId(p)));
       WEIR_RETURN_IF_ERROR(tasks_.back()->Open(manifest_.checkpoint));

@@ -26,7 +26,6 @@
 #include "app/data_dir.h"
 #include "app/manifest.h"
 #include "app/plan.h"
-#include "app/task_alignment.h"
 #include "dataflow/clickstream.h"
 #include "dataflow/graph.h"
 #include "dataflow/outputs.h"
@@ -64,11 +63,6 @@ class Runtime {
   }
   std::shared_ptr<const nexmark::NexmarkGenerator> NexmarkModel(int step) {
     return nexmark_models_.at(step);
-  }
-  // The alignment of a sub-topology's tasks, or nullptr when max_task_drift is off.
-  TaskAlignment* AlignmentOf(const SubTopology& sub) {
-    auto it = alignments_.find(&sub);
-    return it == alignments_.end() ? nullptr : it->second.get();
   }
   bool IsSinkTopic(const std::string& topic) const { return plan_.sink_topics.count(topic) > 0; }
   std::filesystem::path TaskDir(const std::string& task_id) const;
@@ -110,7 +104,6 @@ class Runtime {
   std::map<std::string, std::unique_ptr<std::atomic<bool>>> end_of_input_;
   std::map<int, std::shared_ptr<const dataflow::ClickstreamModel>> generator_models_;
   std::map<int, std::shared_ptr<const nexmark::NexmarkGenerator>> nexmark_models_;
-  std::map<const SubTopology*, std::unique_ptr<TaskAlignment>> alignments_;
   std::vector<std::unique_ptr<Task>> tasks_;
   std::vector<std::thread> workers_;
   int worker_count_ = 1;

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <optional>
+#include <thread>
 #include <tuple>
 
 #include "app/manifest.h"
 #include "app/runtime.h"
+#include "core/fault_injection.h"
 #include "nats/jetstream_source.h"
 
 namespace weir::app {
@@ -80,7 +82,7 @@ Task::Task(Runtime& runtime, const SubTopology& sub, PartitionId partition)
       sub_(sub),
       partition_(partition),
       id_(TaskId(sub.index, partition.value())),
-      alignment_(runtime.AlignmentOf(sub)) {}
+      injected_delay_(InjectedTaskDelay(id_)) {}
 
 Task::~Task() = default;
 
@@ -195,7 +197,7 @@ Result<std::unique_ptr<dataflow::Source>> Task::OpenSource(const SubTopologyInpu
 
 Result<bool> Task::RunBatch() {
   if (finished_) return false;
-  if (alignment_ && alignment_->HoldsBack(partition_.value(), watermark_)) return false;
+  if (injected_delay_.count() > 0) std::this_thread::sleep_for(injected_delay_);
   Watermark before = watermark_;
   const bool redelivered = !redeliveries_.empty();
   if (redelivered) WEIR_RETURN_IF_ERROR(ProcessRedeliveries());
@@ -222,7 +224,6 @@ Result<bool> Task::RunBatch() {
   WriteWatermarkMarks();  // after what the watermark made the steps emit
   WEIR_RETURN_IF_ERROR(FlushOutputs());
   if (all_ended && redeliveries_.empty()) finished_ = true;
-  if (alignment_) alignment_->Publish(partition_.value(), watermark_, finished_);
   if (finished_) {
     runtime_.NotifyTaskFinished();
     return true;

@@ -25,7 +25,6 @@
 namespace weir::app {
 
 class Runtime;
-class TaskAlignment;
 
 class Task : public dataflow::TaskContext {
  public:
@@ -147,7 +146,7 @@ class Task : public dataflow::TaskContext {
   const SubTopology& sub_;
   PartitionId partition_;
   std::string id_;
-  TaskAlignment* const alignment_;  // nullptr unless max_task_drift is set
+  const std::chrono::milliseconds injected_delay_;  // WEIR_SLOW_TASKS (core/fault_injection.h)
   std::unique_ptr<state::TaskStore> store_;
   std::vector<Input> inputs_;
   std::vector<std::unique_ptr<dataflow::Operator>> operators_;

@@ -216,9 +216,6 @@ int BenchNexmark(const BenchArgs& args) {
   ApplicationOptions options;
   options.name = "bench-nexmark-" + args.query;
   options.data_dir = dir.path();
-  // Tasks stay within half the grace of each other in event time, so the skew between a
-  // repartition topic's producers stays within what the windows accept.
-  options.max_task_drift = query_options.grace / 2;
   options.checkpoint_interval = std::chrono::milliseconds(args.checkpoint_ms);
   // Output topics have as many partitions as the tasks that write them: at most the source's
   // partitions or the cores (the default repartition count).

@@ -7,11 +7,10 @@
 // event-time windows aligned to the epoch and half-open (deviations: src/nexmark/README.md). A
 // query may emit a changelog rather than final rows; LastPerKey (query.h) says which.
 //
-// Windows close by the partition watermark (the largest event time a task has seen) plus
-// `grace`: a task reading a repartition topic sees its producers' records interleaved, and
-// grace, with the tasks' alignment (ApplicationOptions::max_task_drift), absorbs the skew
-// between them. An event later than that is written to `late_topic`, counted
-// (RunSummary::late), and missing from the answer, which verification then reports.
+// Windows close by the partition watermark (after a repartition: the slowest producer's,
+// DESIGN.md §2) plus `grace`, which only the generator's disorder (out_of_order_group) needs.
+// An event later than that is written to `late_topic`, counted (RunSummary::late), and missing
+// from the answer, which verification then reports.
 #pragma once
 
 #include <chrono>
