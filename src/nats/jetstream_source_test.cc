@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "testing/nats_server.h"
+#include "testing/recording_context.h"
 
 namespace weir::nats {
 namespace {
@@ -20,46 +21,10 @@ using dataflow::Source;
 using dataflow::SourceBatch;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
+using testing::RecordingContext;
 
 constexpr milliseconds kPatience{5000};  // for what must happen: fails a test only on a hang
 constexpr milliseconds kShortAckWait{500};
-
-// The dead letters a source sends; a source uses nothing else of its context.
-class RecordingContext : public dataflow::TaskContext {
- public:
-  struct RawLetter {
-    std::string reason;
-    Value position;
-    std::string raw;
-  };
-
-  state::KeyValueStore& Store(std::string_view) override { Unused("Store"); }
-  dataflow::TopicWriter& TopicOutput(std::string_view) override { Unused("TopicOutput"); }
-  dataflow::LineWriter& FileOutput(std::string_view) override { Unused("FileOutput"); }
-  dataflow::LineWriter& StdoutOutput() override { Unused("StdoutOutput"); }
-  void DeadLetter(std::string_view, const Record&) override { Unused("DeadLetter"); }
-  void DeadLetterHeld(std::string_view, const Record&, const Delivery&) override {
-    Unused("DeadLetterHeld");
-  }
-  void RawDeadLetter(std::string_view reason, Value position, std::string_view raw) override {
-    raw_letters.push_back({std::string(reason), std::move(position), std::string(raw)});
-  }
-  void CountLate() override { Unused("CountLate"); }
-  void CountExpiryVisits(int64_t) override { Unused("CountExpiryVisits"); }
-  Watermark watermark() const override { return Watermark::Min(); }
-  Delivery HoldCurrent() override { Unused("HoldCurrent"); }
-  void Resolve(const Delivery&, Resolution) override { Unused("Resolve"); }
-  bool HasSelfRedeliveringInput() const override { return true; }
-  void CountEvicted() override { Unused("CountEvicted"); }
-
-  std::vector<RawLetter> raw_letters;
-
- private:
-  [[noreturn]] static void Unused(const char* what) {
-    ADD_FAILURE() << "a source called TaskContext::" << what;
-    std::abort();
-  }
-};
 
 int64_t WallClockMs() {
   return std::chrono::duration_cast<milliseconds>(
