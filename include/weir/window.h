@@ -19,9 +19,9 @@
 // behind it); for a task with several inputs (a join) the minimum over its inputs, an ended
 // input counting as +infinity. So whichever upstream task runs ahead, an event that was in order
 // in its source partition is never late after a repartition. A key's watermark is the largest
-// event time seen for that key among the events that reached the window step (after a
-// repartition, in the order the key's events from different producers happened to arrive: use
-// Closing::kPartition where the answer must not depend on that);
+// event time seen for that key among the events that reached the window step, capped by the
+// partition watermark (reading a source partition the cap never binds; after a repartition it
+// keeps a producer that ran ahead from closing the key's windows under the others);
 // (3) the event is late, or it is added to its windows (and .Current() emits every window it
 // changed, in ascending start order); (4) windows that are now closed are emitted by .Final()
 // (a key's in ascending end, then start) and forgotten. Windows closed by records the step does

@@ -89,9 +89,14 @@ class WindowOperator : public Operator {
 
     Bounds bounds = partition_bounds_;
     if (!partition_mode_) {
+      // The key's watermark, capped by the task's: after a repartition a key's events come from
+      // several producers in whatever order they ran, and the cap (the slowest producer's mark)
+      // keeps one running ahead from closing the key's windows under the others. Reading a
+      // source partition the task's watermark is never below the key's: no effect there.
       key.set_watermark(std::max(key.watermark(), r.timestamp.value()));
       bounds = key.bounds();
-      bounds.Advance(spec_.definition, Watermark(key.watermark()));
+      bounds.Advance(spec_.definition,
+                     Watermark(std::min(key.watermark(), ctx_.watermark().value())));
       key.set_bounds(bounds);
     }
     windows_.Add(key, bounds, r.value, r.timestamp, outcome_);
