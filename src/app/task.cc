@@ -237,14 +237,16 @@ Result<bool> Task::ProcessInputs(bool& all_ended) {
   std::vector<bool> idle(n, false);
   size_t processed = 0;
   while (processed < kBatchRecords) {
-    // Refill every input whose batch is used up. An input already refilled in this call stops
-    // the merge instead: its next record may be earlier than the others' (the next call goes
-    // on). An idle input holds nobody back.
+    // Refill every input whose batch is used up. With several inputs, one already refilled in
+    // this call stops the merge instead: its next record may be earlier than the others' (the
+    // next call goes on). A single input refills until the batch is full, so that a reader
+    // takes as much per batch as its producers write (a poll may end at a log block's end).
+    // An idle input holds nobody back.
     bool wait_for_refill = false;
     for (size_t i = 0; i < n; ++i) {
       Input& input = inputs_[i];
       if (input.ended || idle[i] || input.next < input.batch.records.size()) continue;
-      if (polled[i]) {
+      if (polled[i] && n > 1) {
         wait_for_refill = true;
         break;
       }
@@ -255,7 +257,8 @@ Result<bool> Task::ProcessInputs(bool& all_ended) {
       input.next_mark = 0;
       current_input_ = static_cast<int32_t>(i);
       WEIR_ASSIGN_OR_RETURN(dataflow::PollResult result,
-                            input.source->Poll(kBatchRecords, input.batch, *this));
+                            input.source->Poll(n == 1 ? kBatchRecords - processed : kBatchRecords,
+                                               input.batch, *this));
       if (result == dataflow::PollResult::kEnd) {
         input.ended = true;
         input.watermark = Watermark::Max();
