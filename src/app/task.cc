@@ -9,6 +9,7 @@
 #include "app/manifest.h"
 #include "app/runtime.h"
 #include "core/fault_injection.h"
+#include "dataflow/watermark_marks.h"
 #include "nats/jetstream_source.h"
 
 namespace weir::app {
@@ -206,6 +207,7 @@ Result<bool> Task::RunBatch() {
   if (processed) {
     last_input_ = std::chrono::steady_clock::now();
     watermark_at_last_input_ = watermark_;
+    idle_without_input_ = false;
   } else if (!all_ended) {
     AdvanceIdleWatermark();
   }
@@ -438,10 +440,14 @@ Status Task::RestoreHeld(std::string_view saved) {
 }
 
 void Task::AdvanceIdleWatermark() {
-  if (idle_timeout_.count() <= 0 || watermark_at_last_input_ == Watermark::Min()) return;
+  if (idle_timeout_.count() <= 0) return;
   auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - last_input_);
   if (quiet < idle_timeout_) return;
+  if (watermark_at_last_input_ == Watermark::Min()) {
+    idle_without_input_ = true;  // no event time to follow the clock from: readers skip it
+    return;
+  }
   idle_floor_ = idle_floor_.Advance(EventTime(watermark_at_last_input_.value()) + quiet);
   RefreshWatermark();
 }
@@ -459,8 +465,19 @@ void Task::ApplyMarks(Input& input, size_t upto) {
     }
   }
   if (!moved) return;
-  input.watermark = *std::min_element(input.producer_marks.begin(), input.producer_marks.end());
+  input.watermark = ProducersWatermark(input);
   RefreshWatermark();
+}
+
+Watermark Task::ProducersWatermark(const Input& input) {
+  Watermark lowest = Watermark::Max();
+  bool any_active = false;
+  for (Watermark mark : input.producer_marks) {
+    if (mark == dataflow::kIdleMark) continue;
+    lowest = std::min(lowest, mark);
+    any_active = true;
+  }
+  return any_active ? lowest : input.watermark;
 }
 
 void Task::RefreshWatermark() {
@@ -476,10 +493,11 @@ void Task::RefreshWatermark() {
 void Task::WriteWatermarkMarks() {
   // What the task's steps may still emit can be up to mark_lag_ms behind its watermark. The end
   // of input stays +infinity: everything has been emitted then.
-  const Watermark mark =
+  Watermark mark =
       watermark_.IsEndOfInput() || watermark_ == Watermark::Min()
           ? watermark_
           : Watermark(SubtractSaturating(watermark_.value(), sub_.mark_lag_ms));
+  if (mark == Watermark::Min() && idle_without_input_) mark = dataflow::kIdleMark;
   if (mark == last_mark_) return;
   for (const std::string& topic : sub_.repartition_outputs) {
     TopicOutput(topic).WriteWatermarkMark(id_, mark);
@@ -523,7 +541,7 @@ Status Task::RestoreInputWatermarks(std::string_view saved) {
     }
     if (values.size() != input.producer_marks.size()) return bad;
     input.producer_marks = std::move(values);
-    input.watermark = *std::min_element(input.producer_marks.begin(), input.producer_marks.end());
+    input.watermark = ProducersWatermark(input);
   }
   return Status::OK();
 }

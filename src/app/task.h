@@ -129,6 +129,9 @@ class Task : public dataflow::TaskContext {
   void AdvanceIdleWatermark();
   // Applies `input`'s marks that come before its record `upto` (all of them: the batch's size).
   void ApplyMarks(Input& input, size_t upto);
+  // The minimum of the input's producers' marks, leaving out idle ones (kIdleMark); the input's
+  // watermark as it is when every producer is idle.
+  static Watermark ProducersWatermark(const Input& input);
   // The task's watermark: the minimum over its inputs (sources raised to the idle floor); never
   // goes back.
   void RefreshWatermark();
@@ -174,6 +177,7 @@ class Task : public dataflow::TaskContext {
   std::chrono::steady_clock::time_point last_input_ = std::chrono::steady_clock::now();
   Watermark watermark_at_last_input_ = Watermark::Min();
   Watermark idle_floor_ = Watermark::Min();
+  bool idle_without_input_ = false;  // idle for idle_timeout_ without ever reading an event
   std::vector<int64_t> retain_from_;  // per input, as of the last Prepare (RetainFrom)
   int64_t records_in_ = 0;
   int64_t redelivered_ = 0;

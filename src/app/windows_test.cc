@@ -429,14 +429,16 @@ TEST_F(Windows, CountWindowsRefusePartitionClosing) {
 namespace weir {
 namespace {
 
-// Runs a session pipeline over a topic that gets one event and then goes quiet, for `run_for`,
-// and returns the sessions it emitted.
+// Runs a session pipeline over a topic of `partitions` whose partition 0 gets one event and then
+// goes quiet (the others never get any), for `run_for`, and returns the sessions it emitted.
+// With `group_by`, the window runs after a repartition.
 std::vector<testing::TopicRecord> RunQuietTopic(const TempDir& dir, const std::string& name,
                                                 std::chrono::milliseconds idle_timeout,
-                                                std::chrono::milliseconds run_for) {
+                                                std::chrono::milliseconds run_for,
+                                                int32_t partitions = 1, bool group_by = false) {
   {
     auto log = log::LogStore::Open({.dir = std::filesystem::path(dir / name) / "log"});
-    auto topic = (*log)->CreateTopic("in", {});
+    auto topic = (*log)->CreateTopic("in", {.partitions = partitions});
     log::RecordBatchBuilder b;
     b.AddRaw(EventTime(1000), KeySerde::kString, "u", R"({"key":"u","ts":1000})");
     EXPECT_TRUE((*topic)->partition(PartitionId(0)).Append(b, log::Durability::kWaitDurable).ok());
@@ -450,9 +452,10 @@ std::vector<testing::TopicRecord> RunQuietTopic(const TempDir& dir, const std::s
                      if (std::chrono::steady_clock::now() - started > run_for) running->Stop();
                    }});
   running = &app;
-  app.FromTopic(
-         {.topic = "in", .key = {"key"}, .timestamp_field = "ts", .idle_timeout = idle_timeout})
-      .Window(WindowDefinition::Session(milliseconds(100)))
+  Stream in = app.FromTopic(
+      {.topic = "in", .key = {"key"}, .timestamp_field = "ts", .idle_timeout = idle_timeout});
+  if (group_by) in = in.GroupBy("key");
+  in.Window(WindowDefinition::Session(milliseconds(100)))
       .Agg(agg::Count())
       .Closing(Closing::kPartition)
       .Final()
@@ -468,6 +471,21 @@ TEST(WindowsIdle, AnIdleTimeoutClosesAQuietPartitionsWindowsWithoutNewInput) {
   auto sessions = RunQuietTopic(dir, "idle", milliseconds(100), milliseconds(1500));
   ASSERT_EQ(sessions.size(), 1u);
   EXPECT_EQ(sessions[0].value.ToJson(), R"({"start":1000,"end":1001,"value":1})");
+}
+
+// After a repartition: the producer whose partition had the event follows the wall clock; the
+// one whose partition never had any says it is idle (kIdleMark), and the reader leaves it out.
+TEST(WindowsIdle, AfterARepartitionIdleProducersHoldNoReaderBack) {
+  TempDir dir;
+  auto sessions = RunQuietTopic(dir, "idle-rp", milliseconds(100), milliseconds(1500), 2, true);
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0].value.ToJson(), R"({"start":1000,"end":1001,"value":1})");
+}
+
+TEST(WindowsIdle, AfterARepartitionWithoutAnIdleTimeoutTheWindowsStayOpen) {
+  TempDir dir;
+  EXPECT_TRUE(
+      RunQuietTopic(dir, "quiet-rp", milliseconds(0), milliseconds(1000), 2, true).empty());
 }
 
 TEST(WindowsIdle, WithoutAnIdleTimeoutAQuietPartitionsWindowsStayOpen) {

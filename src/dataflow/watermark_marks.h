@@ -14,6 +14,7 @@
 // holds it at Watermark::Min().
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -24,6 +25,12 @@
 namespace weir::dataflow {
 
 inline constexpr std::string_view kWatermarkHeader = "weir.watermark";
+
+// The mark of a producer that has been idle for its source's idle timeout without ever reading
+// an event (it has no event time to follow the wall clock from): readers leave it out of the
+// minimum until it sends a real mark, as Flink leaves out an idle channel. A reader whose every
+// producer is idle keeps the watermark it has.
+inline constexpr Watermark kIdleMark = Watermark(std::numeric_limits<int64_t>::min() + 1);
 
 // Encodes producer's mark at `watermark` into `batch`.
 void AppendWatermarkMark(log::RecordBatchBuilder& batch, std::string_view producer,
