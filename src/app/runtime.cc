@@ -342,7 +342,8 @@ Status Runtime::PurgeRepartitionTopics() {
     for (size_t i = 0; i < sub.inputs.size(); ++i) {
       const int64_t from = task->RetainFrom(i);
       if (from < 0) continue;
-      log::Partition& partition = output_topics_.at(sub.inputs[i].topic)->partition(task->partition());
+      log::Partition& partition =
+          output_topics_.at(sub.inputs[i].topic)->partition(task->partition());
       WEIR_RETURN_IF_ERROR(
           partition.DeleteBefore(Offset(from), options_.name).status().WithContext("purging"));
     }

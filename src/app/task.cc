@@ -187,8 +187,7 @@ Result<std::unique_ptr<dataflow::Source>> Task::OpenSource(const SubTopologyInpu
     case dataflow::StepKind::kGroupBy: {
       TopicSourceOptions options;
       options.topic = input.topic;
-      const dataflow::RepartitionReading reading{runtime_.EndOfInput(input.topic),
-                                                 input.producers};
+      const dataflow::RepartitionReading reading{runtime_.EndOfInput(input.topic), input.producers};
       return dataflow::OpenTopicSource(runtime_.log(), options, partition_, &reading);
     }
     default:
@@ -483,8 +482,7 @@ Watermark Task::ProducersWatermark(const Input& input) {
 void Task::RefreshWatermark() {
   Watermark lowest = Watermark::Max();
   for (const Input& input : inputs_) {
-    Watermark w = input.from_repartition ? input.watermark
-                                         : std::max(input.watermark, idle_floor_);
+    Watermark w = input.from_repartition ? input.watermark : std::max(input.watermark, idle_floor_);
     lowest = std::min(lowest, w);
   }
   if (lowest.value() > watermark_.value()) watermark_ = lowest;
@@ -493,10 +491,9 @@ void Task::RefreshWatermark() {
 void Task::WriteWatermarkMarks() {
   // What the task's steps may still emit can be up to mark_lag_ms behind its watermark. The end
   // of input stays +infinity: everything has been emitted then.
-  Watermark mark =
-      watermark_.IsEndOfInput() || watermark_ == Watermark::Min()
-          ? watermark_
-          : Watermark(SubtractSaturating(watermark_.value(), sub_.mark_lag_ms));
+  Watermark mark = watermark_.IsEndOfInput() || watermark_ == Watermark::Min()
+                       ? watermark_
+                       : Watermark(SubtractSaturating(watermark_.value(), sub_.mark_lag_ms));
   if (mark == Watermark::Min() && idle_without_input_) mark = dataflow::kIdleMark;
   if (mark == last_mark_) return;
   for (const std::string& topic : sub_.repartition_outputs) {

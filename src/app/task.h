@@ -177,7 +177,7 @@ class Task : public dataflow::TaskContext {
   std::chrono::steady_clock::time_point last_input_ = std::chrono::steady_clock::now();
   Watermark watermark_at_last_input_ = Watermark::Min();
   Watermark idle_floor_ = Watermark::Min();
-  bool idle_without_input_ = false;  // idle for idle_timeout_ without ever reading an event
+  bool idle_without_input_ = false;   // idle for idle_timeout_ without ever reading an event
   std::vector<int64_t> retain_from_;  // per input, as of the last Prepare (RetainFrom)
   int64_t records_in_ = 0;
   int64_t redelivered_ = 0;

@@ -484,8 +484,7 @@ TEST(WindowsIdle, AfterARepartitionIdleProducersHoldNoReaderBack) {
 
 TEST(WindowsIdle, AfterARepartitionWithoutAnIdleTimeoutTheWindowsStayOpen) {
   TempDir dir;
-  EXPECT_TRUE(
-      RunQuietTopic(dir, "quiet-rp", milliseconds(0), milliseconds(1000), 2, true).empty());
+  EXPECT_TRUE(RunQuietTopic(dir, "quiet-rp", milliseconds(0), milliseconds(1000), 2, true).empty());
 }
 
 TEST(WindowsIdle, WithoutAnIdleTimeoutAQuietPartitionsWindowsStayOpen) {

@@ -28,7 +28,8 @@ class WatermarkMarks : public ::testing::Test {
   }
 
   void Append(const log::RecordBatchBuilder& batch) {
-    ASSERT_TRUE(topic_->partition(PartitionId(0)).Append(batch, log::Durability::kWaitDurable).ok());
+    ASSERT_TRUE(
+        topic_->partition(PartitionId(0)).Append(batch, log::Durability::kWaitDurable).ok());
   }
 
   // Everything visible, read once by a repartition reader whose producers are 0_0 and 0_1.

@@ -24,8 +24,10 @@ void Bounds::Advance(const WindowDefinition& definition, Watermark wm) {
   }
   if (definition.kind() == WindowKind::kSession) {
     const int64_t gap = definition.size();
-    late = std::max(late, SubtractSaturating(SubtractSaturating(wm.value(), gap), definition.grace()));
-    close = std::max(close, SubtractSaturating(SubtractSaturating(wm.value(), 2 * gap), definition.grace()));
+    late =
+        std::max(late, SubtractSaturating(SubtractSaturating(wm.value(), gap), definition.grace()));
+    close = std::max(
+        close, SubtractSaturating(SubtractSaturating(wm.value(), 2 * gap), definition.grace()));
   } else {
     close = std::max(close, SubtractSaturating(wm.value(), definition.grace()));
   }
