@@ -395,10 +395,8 @@ std::string Task::SaveHeld() const {
     }
   }
   for (const auto& [key, held] : held_) {
-    const auto input = static_cast<size_t>(key >> 56);
-    if (inputs_[input].redelivers_itself) continue;  // the broker redelivers it
-    all.push_back({static_cast<int32_t>(key >> 56), static_cast<int64_t>(key & ((1ULL << 56) - 1)),
-                   held.token, held.deliveries});
+    if (inputs_[HeldInput(key)].redelivers_itself) continue;  // the broker redelivers it
+    all.push_back({HeldInput(key), HeldPosition(key), held.token, held.deliveries});
   }
   std::sort(all.begin(), all.end(), [](const Redelivery& a, const Redelivery& b) {
     return std::tie(a.input, a.position) < std::tie(b.input, b.position);
@@ -609,9 +607,7 @@ Status Task::Prepare(int64_t checkpoint) {
       if (r.input == static_cast<int32_t>(i)) from = std::min(from, r.position);
     }
     for (const auto& [key, held] : held_) {
-      if (static_cast<size_t>(key >> 56) == i) {
-        from = std::min(from, static_cast<int64_t>(key & ((1ULL << 56) - 1)));
-      }
+      if (HeldInput(key) == static_cast<int32_t>(i)) from = std::min(from, HeldPosition(key));
     }
     retain_from_[i] = from;
   }

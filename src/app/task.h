@@ -165,6 +165,10 @@ class Task : public dataflow::TaskContext {
   static uint64_t HeldKey(int32_t input, int64_t position) {
     return (static_cast<uint64_t>(input) << 56) ^ static_cast<uint64_t>(position);
   }
+  static int32_t HeldInput(uint64_t key) { return static_cast<int32_t>(key >> 56); }
+  static int64_t HeldPosition(uint64_t key) {
+    return static_cast<int64_t>(key & ((1ULL << 56) - 1));
+  }
   std::unordered_map<uint64_t, Held> held_;
   std::vector<Redelivery> redeliveries_;
   std::map<std::string, std::unique_ptr<dataflow::TopicWriter>, std::less<>> topic_writers_;

@@ -66,15 +66,15 @@ Status KeyedTimeJoin::Restore() {
 void KeyedTimeJoin::ProcessInput(int input, Record&& event) {
   // Records this step did not see (another branch, a filter before it) may have moved the
   // watermark: what they made final goes first, so the event meets the state as it now is.
-  if (ctx_.watermark().IsEndOfInput()) return late_.Write(event, kInputEndedReason, 0);
-  const int64_t horizon = Horizon(ctx_.watermark());
+  const Watermark watermark = ctx_.watermark();
+  if (watermark.IsEndOfInput()) return late_.Write(event, kInputEndedReason, 0);
+  const int64_t horizon = Horizon(watermark);
   Sweep(horizon);
   const int64_t ts = event.timestamp.value();
   if (ts < horizon) {
     late_.Write(event,
-                "ts " + std::to_string(ts) + " < watermark " +
-                    std::to_string(ctx_.watermark().value()) + " - grace " +
-                    std::to_string(grace_ms_) + " (" + std::to_string(horizon) +
+                "ts " + std::to_string(ts) + " < watermark " + std::to_string(watermark.value()) +
+                    " - grace " + std::to_string(grace_ms_) + " (" + std::to_string(horizon) +
                     "): the join's state for that time has expired",
                 horizon - ts);
     return;

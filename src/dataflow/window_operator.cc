@@ -69,7 +69,8 @@ class WindowOperator : public Operator {
   void Process(Record&& r) override {
     Status accepted = aggregations_.Accepts(r.value);
     if (!accepted.ok()) return ctx_.DeadLetter(accepted.message(), r);
-    if (ctx_.watermark().IsEndOfInput()) {
+    const Watermark watermark = ctx_.watermark();
+    if (watermark.IsEndOfInput()) {
       outcome_.reason = kInputEndedReason;
       outcome_.late_by_ms = 0;
       return Late(std::move(r));
@@ -77,7 +78,7 @@ class WindowOperator : public Operator {
     if (partition_mode_) {
       // Records this step did not see (a filter before it dropped them) may have moved the
       // watermark: what they closed closes first, so the event meets the windows as they are.
-      partition_bounds_.Advance(spec_.definition, ctx_.watermark());
+      partition_bounds_.Advance(spec_.definition, watermark);
       SaveBounds();
       Sweep();
     }
@@ -95,8 +96,7 @@ class WindowOperator : public Operator {
       // source partition the task's watermark is never below the key's: no effect there.
       key.set_watermark(std::max(key.watermark(), r.timestamp.value()));
       bounds = key.bounds();
-      bounds.Advance(spec_.definition,
-                     Watermark(std::min(key.watermark(), ctx_.watermark().value())));
+      bounds.Advance(spec_.definition, Watermark(std::min(key.watermark(), watermark.value())));
       key.set_bounds(bounds);
     }
     windows_.Add(key, bounds, r.value, r.timestamp, outcome_);

@@ -1,6 +1,6 @@
 // The brute-force window model against cases computed by hand from include/weir/window.h,
 // including the session defects another engine shipped
-// (/work/shared/reference/000_a3768fd36a6cdb6a.txt).
+// (shared/reference/000_a3768fd36a6cdb6a.txt).
 #include "window/window_model.h"
 
 #include <gtest/gtest.h>
