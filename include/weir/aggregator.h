@@ -3,6 +3,8 @@
 // an aggregator is stateless and shared by every task.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "weir/status.h"
@@ -32,5 +34,38 @@ class Aggregator {
   // cannot (a Reduce without a merger) when the application is defined.
   virtual bool mergeable() const { return true; }
 };
+
+using AggregatorPtr = std::shared_ptr<const Aggregator>;
+
+// The building blocks of running and windowed aggregations. Every
+// built-in is mergeable. Null and missing fields are skipped (as SQL's aggregates do); a value
+// an aggregation cannot take (summing a string) is a dead letter. An empty field means the
+// whole record value.
+namespace agg {
+AggregatorPtr Count();
+AggregatorPtr Sum(std::string field);
+AggregatorPtr Mean(std::string field);
+AggregatorPtr Min(std::string field);
+AggregatorPtr Max(std::string field);
+// The value (or field) of the event with the smallest / largest event time; ties go to the
+// first / last to arrive. Null if no event had the field. A null record value counts as missing.
+// Arrival order across a merge (sessions joined by a bridging event): Aggregator::Merge(a, b)
+// takes a's events as having arrived before b's when event times are equal. Merge is
+// associative, so any merge tree whose inputs, left to right, follow arrival gives one fold's
+// result.
+AggregatorPtr First(std::string field = "");
+AggregatorPtr Last(std::string field = "");
+// Every value (or field) in event-time order (ties in arrival order, across merges as for
+// First); a JSON array, [] if nothing was taken.
+AggregatorPtr Collect(std::string field = "");
+// A user fold over whole record values (null ones skipped): `initializer(first value)` starts
+// the accumulator, `reducer(acc, value)` folds each further value in; null if nothing was
+// taken. Mergeable only with a `merger(a, b)` (session windows need it), called when both sides
+// took a value. The order of values reaching the reducer is arrival order, not event time.
+using Reducer = std::function<Value(const Value& accumulator, const Value& value)>;
+using Initializer = std::function<Value(const Value& first_value)>;
+using Merger = std::function<Value(const Value& a, const Value& b)>;
+AggregatorPtr Reduce(Reducer reducer, Initializer initializer, Merger merger = nullptr);
+}  // namespace agg
 
 }  // namespace weir

@@ -20,8 +20,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "weir/serve.h"
 #include "weir/status.h"
 #include "weir/stream.h"
 
@@ -30,6 +30,23 @@ namespace weir {
 namespace app {
 class Runtime;
 }
+namespace log {
+class LogStore;
+}
+
+// Something that runs beside an application while Run() lasts, over the data directory's log:
+// `weir run --listen` serves the topics this way (src/cli/run.cc). Start is called on the
+// coordinator thread once the log is open and recovered, before any task runs, and Stop before
+// the log closes (only if Start succeeded).
+class RunService {
+ public:
+  virtual ~RunService() = default;
+  // An error fails the run before anything is processed. `progress` is where a line for the
+  // user goes (ApplicationOptions::on_progress), possibly nowhere.
+  virtual Status Start(log::LogStore& log,
+                       const std::function<void(const std::string&)>& progress) = 0;
+  virtual void Stop() = 0;
+};
 
 struct ApplicationOptions {
   std::string name;  // [A-Za-z0-9._-]+; names state, internal topics, DLQ
@@ -39,17 +56,13 @@ struct ApplicationOptions {
   std::chrono::milliseconds checkpoint_interval{1000};
   int64_t checkpoint_records = 1'000'000;  // also checkpoint after this many input records
   std::string fsync = "group";             // log fsync policy: group, always, never
-  // A description of the pipeline's definition; a restart whose description differs from the
-  // checkpoint's is refused (its state would not fit). YAML pipelines pass their canonical form.
-  std::string definition;
   // Progress lines (resuming, throughput) go here; empty: silent.
   std::function<void(const std::string&)> on_progress;
   // Called on the coordinator thread after each committed checkpoint, with its number and the
   // records read from sources since the run started. It may call Stop().
   std::function<void(int64_t checkpoint, int64_t records_in)> on_checkpoint;
-  // Serve the data directory's topics over HTTP + WebSocket while the run lasts
-  // (src/serve/README.md). Binding fails the run at start.
-  std::optional<ServerOptions> serve;
+  // Started once the log is open, stopped before it closes (RunService).
+  std::vector<std::shared_ptr<RunService>> services;
 };
 
 // What a run did, for the CLI's summary and for tests.
@@ -81,7 +94,7 @@ class Application {
   Stream FromFile(FileSourceOptions options);
   Stream FromTopic(TopicSourceOptions options);
   Stream FromGenerator(GeneratorOptions options);
-  Stream FromNexmark(NexmarkSourceOptions options);
+  // The NATS connector's (src/nats/): link weir::nats to use it.
   Stream FromJetStream(JetStreamSourceOptions options);
 
   // Input-group assembly (weir/join.h) over named parents of this application, which must be
@@ -98,8 +111,12 @@ class Application {
   Status Reset();
 
   const ApplicationOptions& options() const { return options_; }
+  // The definition a restart must match, as the checkpoint records it (JSON: every step's kind,
+  // name, parents and options). A restart whose fixed options differ is refused.
+  std::string Definition() const;
 
  private:
+  friend struct dataflow::GraphAccess;
   ApplicationOptions options_;
   std::unique_ptr<dataflow::Graph> graph_;
   std::atomic<bool> stop_requested_{false};

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -90,7 +91,13 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  // A value of another type that converts to T (a pointer to a derived class for a base one).
+  template <typename U, typename = std::enable_if_t<std::is_convertible_v<U&&, T> &&
+                                                    !std::is_same_v<std::decay_t<U>, T> &&
+                                                    !std::is_same_v<std::decay_t<U>, Status>>>
+  Result(U&& value)  // NOLINT(google-explicit-constructor)
+      : v_(std::in_place_type<T>, std::forward<U>(value)) {}
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(v_).ok()) v_ = Status::Internal("Result constructed from OK status");
   }

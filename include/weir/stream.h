@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "weir/aggregator.h"
 #include "weir/join.h"
 #include "weir/key.h"
 #include "weir/record.h"
@@ -37,6 +38,7 @@ namespace weir {
 
 namespace dataflow {
 struct Graph;
+struct GraphAccess;
 class StepState;
 }  // namespace dataflow
 
@@ -106,28 +108,6 @@ struct GeneratorOptions {
   double active_fraction = 0.2;
 };
 
-// The Nexmark benchmark's stream of people, auctions and bids (src/nexmark/README.md: the
-// reference generator's model, every parameter and its source), generated in-process. Event n of
-// the stream goes to partition n % partitions, so each partition's events are in event-time
-// order (with out_of_order_group_size 1) and the partitions advance together. Records have the
-// null key, the event's dateTime as timestamp, and a flat JSON object as value with "type"
-// ("person", "auction", "bid") and the reference's field names (times in epoch ms, prices in
-// cents). The same options always give the same events; a restart resumes where the last
-// checkpoint left off.
-struct NexmarkSourceOptions {
-  int32_t partitions = 1;
-  int64_t events = -1;  // in all; -1: unbounded
-  // Event time: event n is at first_event_ms + n / events_per_second (s).
-  int64_t first_event_ms = 1'700'000'000'000;
-  double events_per_second = 10'000;  // the reference's default
-  // A live source: each event is released once the wall clock (system_clock) reaches its event
-  // time, so events come at events_per_second and an output's latency is the wall clock at
-  // output minus the event time that caused it. Off: as fast as possible.
-  bool real_time = false;
-  int64_t seed = 0;                     // 0: the reference's events exactly
-  int64_t out_of_order_group_size = 1;  // the reference's disorder (1: in order)
-};
-
 // A durable pull consumer of a NATS JetStream stream (one partition). Messages are acknowledged
 // only once what the pipeline made of them is checkpointed (a join holds its members until their
 // group is processed); a message JetStream has delivered `max_deliver` times is published to
@@ -151,39 +131,6 @@ struct TopicSinkOptions {
   std::string topic;
   int32_t partitions = 0;  // for a new topic; 0: the producing step's task count
 };
-
-// The building blocks of running and windowed aggregations (include/weir/aggregator.h). Every
-// built-in is mergeable. Null and missing fields are skipped (as SQL's aggregates do); a value
-// an aggregation cannot take (summing a string) is a dead letter. An empty field means the
-// whole record value.
-class Aggregator;
-using AggregatorPtr = std::shared_ptr<const Aggregator>;
-namespace agg {
-AggregatorPtr Count();
-AggregatorPtr Sum(std::string field);
-AggregatorPtr Mean(std::string field);
-AggregatorPtr Min(std::string field);
-AggregatorPtr Max(std::string field);
-// The value (or field) of the event with the smallest / largest event time; ties go to the
-// first / last to arrive. Null if no event had the field. A null record value counts as missing.
-// Arrival order across a merge (sessions joined by a bridging event): Aggregator::Merge(a, b)
-// takes a's events as having arrived before b's when event times are equal. Merge is
-// associative, so any merge tree whose inputs, left to right, follow arrival gives one fold's
-// result.
-AggregatorPtr First(std::string field = "");
-AggregatorPtr Last(std::string field = "");
-// Every value (or field) in event-time order (ties in arrival order, across merges as for
-// First); a JSON array, [] if nothing was taken.
-AggregatorPtr Collect(std::string field = "");
-// A user fold over whole record values (null ones skipped): `initializer(first value)` starts
-// the accumulator, `reducer(acc, value)` folds each further value in; null if nothing was
-// taken. Mergeable only with a `merger(a, b)` (session windows need it), called when both sides
-// took a value. The order of values reaching the reducer is arrival order, not event time.
-using Reducer = std::function<Value(const Value& accumulator, const Value& value)>;
-using Initializer = std::function<Value(const Value& first_value)>;
-using Merger = std::function<Value(const Value& a, const Value& b)>;
-AggregatorPtr Reduce(Reducer reducer, Initializer initializer, Merger merger = nullptr);
-}  // namespace agg
 
 class Stream {
  public:
@@ -226,6 +173,7 @@ class Stream {
  private:
   friend class Application;
   friend class WindowedStream;
+  friend struct dataflow::GraphAccess;
   Stream(dataflow::Graph* graph, int node) : graph_(graph), node_(node) {}
   dataflow::Graph* graph_;
   int node_;

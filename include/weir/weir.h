@@ -15,3 +15,4 @@
 #include "weir/types.h"
 #include "weir/value.h"
 #include "weir/window.h"
+#include "weir/window_definition.h"

@@ -1,5 +1,9 @@
 // YAML pipelines: the common pipelines with no C++ code (`weir run PIPELINE.yaml`).
 //
+// The loader knows no particular kind: each source, step, sink and join kind parses its own YAML
+// (dataflow/kind_registry.h); the forms below are those of the engine's kinds and of the
+// connectors and sources the `weir` binary registers.
+//
 //   name: purchases                 # optional; default: the file name without .yaml
 //   source:                         # one of file / topic / generator / nexmark / jetstream
 //     file: events.jsonl            # relative paths are relative to the YAML file
@@ -37,6 +41,7 @@
 #include <memory>
 #include <string>
 
+#include "dataflow/kind_registry.h"
 #include "weir/application.h"
 #include "weir/status.h"
 
@@ -46,7 +51,9 @@ struct PipelineOverrides {
   std::string data_dir = "./weir-data";
   int workers = 0;  // 0: keep the file's (or the default)
   std::function<void(const std::string&)> on_progress;
-  std::optional<ServerOptions> serve;
+  std::vector<std::shared_ptr<RunService>> services;
+  // The kinds the file may name; nullptr: the engine's own (dataflow::BuiltinKinds()).
+  const dataflow::KindRegistry* kinds = nullptr;
 };
 
 // Builds the application a YAML file describes. kInvalidArgument for any error in the file,

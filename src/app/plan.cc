@@ -4,12 +4,9 @@
 #include <functional>
 #include <set>
 
-#include "dataflow/operators.h"
-
 namespace weir::app {
 
-using dataflow::Step;
-using dataflow::StepKind;
+using dataflow::Node;
 
 std::string TaskId(int subtopology, int32_t partition) {
   return std::to_string(subtopology) + "_" + std::to_string(partition);
@@ -21,161 +18,144 @@ int Plan::task_count() const {
   return n;
 }
 
-Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& options,
-                     log::LogStore& log, int workers) {
-  Plan plan;
-  const std::string default_dlq = options.name + ".dlq";
+namespace {
 
-  // Source partitions first: the default repartition count is the largest of them.
-  int32_t widest_source = 1;
-  for (const Step& s : graph.steps) {
-    if (s.kind == StepKind::kGeneratorSource)
-      widest_source = std::max(widest_source, s.generator.partitions);
-    if (s.kind == StepKind::kNexmarkSource)
-      widest_source = std::max(widest_source, s.nexmark.partitions);
-    if (s.kind == StepKind::kTopicSource) {
-      WEIR_ASSIGN_OR_RETURN(log::Topic * topic, log.GetTopic(s.topic_source.topic));
-      widest_source = std::max(widest_source, topic->num_partitions());
-    }
-  }
-  int32_t default_partitions =
-      options.partitions > 0 ? options.partitions : std::max<int32_t>(widest_source, workers);
+bool IsInput(const Node& node) { return node.is_source() || node.def().repartitions(); }
 
-  // Every input: each source, and each group-by (whose repartition topic feeds what follows it).
-  // An input reaches the steps after it up to and including the next group-bys.
-  const int n = static_cast<int>(graph.steps.size());
-  std::vector<int> inputs;
+// The inputs of the graph (sources and re-keying steps), the steps each reaches (up to and
+// including the next re-keying steps), and which inputs share a sub-topology: those that reach
+// a common step (a join).
+struct Reach {
+  std::vector<int> inputs;              // node indexes
+  std::vector<std::vector<int>> steps;  // per input: the steps it reaches, in visit order
+  std::vector<int> group;               // per input: the input that stands for its group
+};
+
+Reach FindReach(const dataflow::Graph& graph) {
+  Reach reach;
+  const int n = static_cast<int>(graph.nodes.size());
   for (int i = 0; i < n; ++i) {
-    const StepKind kind = graph.steps[i].kind;
-    if (dataflow::IsSource(kind) || kind == StepKind::kGroupBy) inputs.push_back(i);
+    if (IsInput(graph.nodes[i])) reach.inputs.push_back(i);
   }
-  std::vector<std::vector<int>> reach(inputs.size());
-  std::vector<int> owner(n, -1);  // the first input reaching a step
-  std::vector<int> group(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) group[i] = static_cast<int>(i);
+  reach.steps.resize(reach.inputs.size());
+  reach.group.resize(reach.inputs.size());
+  for (size_t i = 0; i < reach.inputs.size(); ++i) reach.group[i] = static_cast<int>(i);
   std::function<int(int)> find = [&](int i) {
-    return group[i] == i ? i : group[i] = find(group[i]);
+    return reach.group[i] == i ? i : reach.group[i] = find(reach.group[i]);
   };
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    std::vector<int> stack(graph.steps[inputs[i]].children.rbegin(),
-                           graph.steps[inputs[i]].children.rend());
+  std::vector<int> owner(n, -1);  // the first input reaching a step
+  for (size_t i = 0; i < reach.inputs.size(); ++i) {
+    const Node& input = graph.nodes[reach.inputs[i]];
+    std::vector<int> stack(input.children.rbegin(), input.children.rend());
     std::set<int> seen;
     while (!stack.empty()) {
       int step = stack.back();
       stack.pop_back();
       if (!seen.insert(step).second) continue;
-      reach[i].push_back(step);
-      // Inputs that reach a common step (a join) run in one sub-topology.
-      if (owner[step] < 0)
+      reach.steps[i].push_back(step);
+      if (owner[step] < 0) {
         owner[step] = static_cast<int>(i);
-      else
-        group[find(static_cast<int>(i))] = find(owner[step]);
-      if (graph.steps[step].kind == StepKind::kGroupBy) continue;
-      for (int child : graph.steps[step].children) stack.push_back(child);
-    }
-  }
-
-  std::map<int, int> subtopology_of_group;  // input group -> sub-topology index
-  std::map<int, int> subtopology_of_step;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    int g = find(static_cast<int>(i));
-    if (!subtopology_of_group.count(g)) {
-      subtopology_of_group[g] = static_cast<int>(plan.subtopologies.size());
-      plan.subtopologies.emplace_back();
-      plan.subtopologies.back().index = subtopology_of_group[g];
-    }
-    SubTopology& sub = plan.subtopologies[subtopology_of_group[g]];
-    const Step& root = graph.steps[inputs[i]];
-    SubTopologyInput input;
-    input.root_step = inputs[i];
-    int32_t partitions = 1;
-    std::string dead_letter_topic;
-    switch (root.kind) {
-      case StepKind::kFileSource:
-      case StepKind::kJetStreamSource:
-        dead_letter_topic = root.kind == StepKind::kFileSource
-                                ? root.file_source.dead_letter_topic
-                                : root.jetstream_source.dead_letter_topic;
-        break;
-      case StepKind::kGeneratorSource:
-        partitions = std::max<int32_t>(1, root.generator.partitions);
-        break;
-      case StepKind::kNexmarkSource:
-        partitions = std::max<int32_t>(1, root.nexmark.partitions);
-        break;
-      case StepKind::kTopicSource: {
-        WEIR_ASSIGN_OR_RETURN(log::Topic * topic, log.GetTopic(root.topic_source.topic));
-        partitions = topic->num_partitions();
-        input.topic = root.topic_source.topic;
-        dead_letter_topic = root.topic_source.dead_letter_topic;
-        break;
+      } else {
+        reach.group[find(static_cast<int>(i))] = find(owner[step]);
       }
-      case StepKind::kGroupBy:
-        partitions = root.group_by.partitions > 0 ? root.group_by.partitions : default_partitions;
-        input.topic = dataflow::RepartitionTopicName(options.name, root.name);
-        plan.repartition_topics.insert(input.topic);
-        plan.output_topics[input.topic] = partitions;
-        break;
-      default:
-        return Status::Internal("sub-topology rooted at " + root.name);
-    }
-    if (!sub.inputs.empty() && partitions != sub.partitions) {
-      const Step& first = graph.steps[sub.inputs.front().root_step];
-      return Status::InvalidArgument(
-          "the inputs of a join are not co-partitioned: '" + first.name + "' has " +
-          std::to_string(sub.partitions) + " and '" + root.name + "' has " +
-          std::to_string(partitions) + " partitions" +
-          "; group_by the same field before the join (with the same partitions) to align them");
-    }
-    sub.partitions = partitions;
-    if (sub.dead_letter_topic.empty()) sub.dead_letter_topic = dead_letter_topic;
-    sub.inputs.push_back(std::move(input));
-    for (int step : reach[i]) subtopology_of_step[step] = sub.index;
-  }
-  for (auto& [step, index] : subtopology_of_step) plan.subtopologies[index].steps.push_back(step);
-
-  for (SubTopology& sub : plan.subtopologies) {
-    if (sub.dead_letter_topic.empty()) sub.dead_letter_topic = default_dlq;
-    for (SubTopologyInput& input : sub.inputs) {
-      if (graph.steps[input.root_step].kind == StepKind::kGroupBy)
-        input.upstream.push_back(subtopology_of_step.at(input.root_step));
-    }
-    for (int step_id : sub.steps) {
-      const Step& s = graph.steps[step_id];
-      if (dataflow::IsStateful(s.kind)) sub.stateful_steps.push_back(s.name);
-      sub.mark_lag_ms += dataflow::OutputLagMs(s);
-      if (s.kind == StepKind::kGroupBy)
-        sub.repartition_outputs.push_back(dataflow::RepartitionTopicName(options.name, s.name));
-      if (s.kind == StepKind::kTopicSink) {
-        int32_t partitions = s.topic_sink.partitions > 0 ? s.topic_sink.partitions : sub.partitions;
-        plan.output_topics.emplace(s.topic_sink.topic, partitions);
-        plan.sink_topics.insert(s.topic_sink.topic);
-      } else if (s.kind == StepKind::kFileSink) {
-        plan.files.insert(s.file_sink_path);
-      } else if (s.kind == StepKind::kWindow) {
-        if (!s.window->late_topic.empty())
-          plan.output_topics.emplace(s.window->late_topic, sub.partitions);
-        if (!s.window->late_file.empty()) plan.files.insert(s.window->late_file);
-      } else if (s.kind == StepKind::kIntervalJoin || s.kind == StepKind::kAsOfJoin) {
-        const std::string& late = s.kind == StepKind::kIntervalJoin ? s.interval_join->late_topic
-                                                                    : s.asof_join->late_topic;
-        plan.output_topics.emplace(late.empty() ? options.name + ".late" : late, sub.partitions);
-      }
-    }
-    plan.output_topics.emplace(sub.dead_letter_topic, 1);
-    plan.dead_letter_topics.insert(sub.dead_letter_topic);
-  }
-
-  for (SubTopology& sub : plan.subtopologies) {
-    for (SubTopologyInput& input : sub.inputs) {
-      for (int upstream : input.upstream) {
-        for (int32_t p = 0; p < plan.subtopologies[upstream].partitions; ++p)
-          input.producers.push_back(TaskId(upstream, p));
-      }
+      if (graph.nodes[step].def().repartitions()) continue;
+      for (int child : graph.nodes[step].children) stack.push_back(child);
     }
   }
+  for (size_t i = 0; i < reach.inputs.size(); ++i) reach.group[i] = find(static_cast<int>(i));
+  return reach;
+}
 
-  // Reading and writing one topic in one application would feed its output back to itself.
+// The repartition topics' partitions when a re-keying step does not say: the option, or the
+// widest source (at least the worker count).
+Result<int32_t> DefaultPartitions(const dataflow::Graph& graph, const ApplicationOptions& options,
+                                  log::LogStore& log, int workers) {
+  if (options.partitions > 0) return options.partitions;
+  int32_t widest_source = 1;
+  for (const Node& node : graph.nodes) {
+    if (!node.is_source()) continue;
+    WEIR_ASSIGN_OR_RETURN(int32_t partitions, node.source().Partitions(log));
+    widest_source = std::max(widest_source, partitions);
+  }
+  return std::max<int32_t>(widest_source, workers);
+}
+
+// The steps' outputs, as the plan records them.
+class PlanOutputs : public dataflow::OutputDeclarations {
+ public:
+  PlanOutputs(Plan& plan, std::string_view application, int32_t partitions)
+      : plan_(plan), application_(application), partitions_(partitions) {}
+  void Topic(std::string_view topic, int32_t partitions, dataflow::TopicUse use) override {
+    plan_.output_topics.emplace(topic, partitions > 0 ? partitions : partitions_);
+    if (use == dataflow::TopicUse::kSink) plan_.sink_topics.emplace(topic);
+  }
+  void File(std::string_view path) override { plan_.files.emplace(path); }
+  std::string_view application() const override { return application_; }
+
+ private:
+  Plan& plan_;
+  std::string_view application_;
+  int32_t partitions_;
+};
+
+// Adds input `input` (a source or a re-keying step) to `sub`, which must then have as many
+// partitions as it.
+Status AddInput(Plan& plan, SubTopology& sub, const dataflow::Graph& graph, int input,
+                const ApplicationOptions& options, log::LogStore& log, int32_t default_partitions) {
+  const Node& root = graph.nodes[input];
+  SubTopologyInput added;
+  added.root_step = input;
+  int32_t partitions;
+  std::string dead_letter_topic;
+  if (root.is_source()) {
+    const dataflow::SourceDefinition& source = root.source();
+    WEIR_ASSIGN_OR_RETURN(partitions, source.Partitions(log));
+    partitions = std::max<int32_t>(1, partitions);
+    added.topic = source.log_topic();
+    dead_letter_topic = source.dead_letter_topic();
+  } else {
+    const int32_t declared = root.def().repartition_partitions();
+    partitions = declared > 0 ? declared : default_partitions;
+    added.topic = dataflow::RepartitionTopicName(options.name, root.name);
+    plan.repartition_topics.insert(added.topic);
+    plan.output_topics[added.topic] = partitions;
+  }
+  if (!sub.inputs.empty() && partitions != sub.partitions) {
+    const Node& first = graph.nodes[sub.inputs.front().root_step];
+    return Status::InvalidArgument(
+        "the inputs of a join are not co-partitioned: '" + first.name + "' has " +
+        std::to_string(sub.partitions) + " and '" + root.name + "' has " +
+        std::to_string(partitions) + " partitions" +
+        "; group_by the same field before the join (with the same partitions) to align them");
+  }
+  sub.partitions = partitions;
+  if (sub.dead_letter_topic.empty()) sub.dead_letter_topic = dead_letter_topic;
+  sub.inputs.push_back(std::move(added));
+  return Status::OK();
+}
+
+// What a sub-topology's steps need and write: stores, the lag of their outputs, the
+// repartition topics they write and the topics and files they declare.
+void PlanSteps(Plan& plan, SubTopology& sub, const dataflow::Graph& graph,
+               const ApplicationOptions& options) {
+  if (sub.dead_letter_topic.empty()) sub.dead_letter_topic = options.name + ".dlq";
+  PlanOutputs outputs(plan, options.name, sub.partitions);
+  for (int step_id : sub.steps) {
+    const Node& node = graph.nodes[step_id];
+    const dataflow::StepDefinition& def = node.def();
+    if (def.stateful()) sub.stateful_steps.push_back(node.name);
+    sub.mark_lag_ms += def.output_lag().count();
+    if (def.repartitions()) {
+      sub.repartition_outputs.push_back(dataflow::RepartitionTopicName(options.name, node.name));
+    }
+    def.DeclareOutputs(outputs);
+  }
+  plan.output_topics.emplace(sub.dead_letter_topic, 1);
+  plan.dead_letter_topics.insert(sub.dead_letter_topic);
+}
+
+// Reading and writing one topic in one application would feed its output back to itself.
+Status CheckNoTopicIsReadAndWritten(const Plan& plan) {
   for (const SubTopology& sub : plan.subtopologies) {
     for (const SubTopologyInput& input : sub.inputs) {
       if (!input.from_repartition() && !input.topic.empty() &&
@@ -185,6 +165,50 @@ Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& opt
       }
     }
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& options,
+                     log::LogStore& log, int workers) {
+  Plan plan;
+  WEIR_ASSIGN_OR_RETURN(const int32_t default_partitions,
+                        DefaultPartitions(graph, options, log, workers));
+  const Reach reach = FindReach(graph);
+
+  std::map<int, int> subtopology_of_group;  // input group -> sub-topology index
+  std::map<int, int> subtopology_of_step;
+  for (size_t i = 0; i < reach.inputs.size(); ++i) {
+    auto [it, created] =
+        subtopology_of_group.emplace(reach.group[i], static_cast<int>(plan.subtopologies.size()));
+    if (created) {
+      plan.subtopologies.emplace_back();
+      plan.subtopologies.back().index = it->second;
+    }
+    SubTopology& sub = plan.subtopologies[it->second];
+    WEIR_RETURN_IF_ERROR(
+        AddInput(plan, sub, graph, reach.inputs[i], options, log, default_partitions));
+    for (int step : reach.steps[i]) subtopology_of_step[step] = sub.index;
+  }
+  for (auto& [step, index] : subtopology_of_step) plan.subtopologies[index].steps.push_back(step);
+
+  for (SubTopology& sub : plan.subtopologies) {
+    for (SubTopologyInput& input : sub.inputs) {
+      if (graph.nodes[input.root_step].is_source()) continue;
+      input.upstream.push_back(subtopology_of_step.at(input.root_step));
+    }
+    PlanSteps(plan, sub, graph, options);
+  }
+  for (SubTopology& sub : plan.subtopologies) {
+    for (SubTopologyInput& input : sub.inputs) {
+      for (int upstream : input.upstream) {
+        for (int32_t p = 0; p < plan.subtopologies[upstream].partitions; ++p)
+          input.producers.push_back(TaskId(upstream, p));
+      }
+    }
+  }
+  WEIR_RETURN_IF_ERROR(CheckNoTopicIsReadAndWritten(plan));
   return plan;
 }
 

@@ -2,9 +2,10 @@
 // per partition of its input (as Kafka Streams does).
 //
 // A sub-topology has one input, or several when a multi-input step (a join) joins the chains
-// that lead to it. An input is a source step (the task reads the source's partition) or a
-// group-by step (the task reads that step's repartition topic). The group-by step itself runs
-// in the upstream sub-topology, where it writes the repartition topic. The inputs of one
+// that lead to it. An input is a source (the task reads the source's partition) or a re-keying
+// step, a group-by (the task reads that step's repartition topic). The re-keying step itself
+// runs in the upstream sub-topology, where it writes the repartition topic. The plan knows no
+// particular kind: it asks each step's definition (dataflow/kind.h). The inputs of one
 // sub-topology are co-partitioned: task p reads partition p of each.
 #pragma once
 
@@ -24,8 +25,8 @@ namespace weir::app {
 std::string TaskId(int subtopology, int32_t partition);
 
 struct SubTopologyInput {
-  int root_step = 0;
-  std::string topic;          // the source topic or the repartition topic; empty otherwise
+  int root_step = 0;          // a source node, or a re-keying node (its repartition topic)
+  std::string topic;          // the source's log topic or the repartition topic; empty otherwise
   std::vector<int> upstream;  // sub-topologies writing `topic` (repartition only)
   // The tasks writing `topic` (repartition only): the reader's watermark for this input is the
   // minimum of their watermark marks.
@@ -58,8 +59,10 @@ struct Plan {
   int task_count() const;
 };
 
-// Compiles a validated graph. Looks up source topics in `log` (kNotFound for an unknown topic).
-// `workers` is the worker thread count the partitions default from.
+// Compiles a validated graph. Sources tell their partitions (a topic source looks its topic up in
+// `log`: kNotFound for an unknown topic). `workers` is the worker thread count the partitions
+// default from. kInvalidArgument if the inputs of a join are not co-partitioned, or a topic is
+// both read and written.
 Result<Plan> Compile(const dataflow::Graph& graph, const ApplicationOptions& options,
                      log::LogStore& log, int workers);
 

@@ -30,6 +30,7 @@ Runtime::~Runtime() {
     if (w.joinable()) w.join();
   }
   tasks_.clear();  // before the log: tasks hold readers of it
+  for (RunService* service : started_services_) service->Stop();
 }
 
 std::filesystem::path Runtime::TaskDir(const std::string& task_id) const {
@@ -59,13 +60,16 @@ Status Runtime::Setup() {
   if (ec) return Status::FromErrno(ec.value(), "creating " + app_dir_.string());
 
   WEIR_ASSIGN_OR_RETURN(std::optional<CheckpointManifest> manifest, LoadManifest(app_dir_));
-  std::string definition = options_.definition.empty() ? graph_.Describe() : options_.definition;
-  if (manifest && manifest->definition != definition) {
-    return Status::FailedPrecondition(
-        "pipeline '" + options_.name + "' changed since its last checkpoint (" +
-        std::to_string(manifest->checkpoint) + ", in " + app_dir_.string() +
-        "): its state would not fit the new definition; reset it (weir run --reset) or give it "
-        "another name");
+  const std::string definition = graph_.Describe();
+  if (manifest) {
+    if (auto change = dataflow::DefinitionChange(manifest->definition, definition)) {
+      return Status::FailedPrecondition(
+          "pipeline '" + options_.name + "' changed since its last checkpoint (" +
+          std::to_string(manifest->checkpoint) + ", in " + app_dir_.string() + "): " + *change +
+          "; its state would not fit the new definition; reset it (weir run --reset) or give it "
+          "another name");
+    }
+    manifest->definition = definition;  // options that may change did: record what runs now
   }
 
   for (const auto& [name, partitions] : plan_.output_topics) {
@@ -96,30 +100,18 @@ Status Runtime::Setup() {
     end_of_input_[topic] = std::make_unique<std::atomic<bool>>(false);
   }
   for (const SubTopology& sub : plan_.subtopologies) {
-    for (const SubTopologyInput& input : sub.inputs) {
-      const dataflow::Step& root = graph_.steps[input.root_step];
-      if (root.kind == dataflow::StepKind::kGeneratorSource) {
-        generator_models_[input.root_step] =
-            std::make_shared<dataflow::ClickstreamModel>(root.generator);
-      }
-      if (root.kind == dataflow::StepKind::kNexmarkSource) {
-        nexmark_models_[input.root_step] =
-            std::make_shared<nexmark::NexmarkGenerator>(dataflow::NexmarkConfigOf(root.nexmark));
-      }
-    }
-  }
-  for (const SubTopology& sub : plan_.subtopologies) {
     for (int32_t p = 0; p < sub.partitions; ++p) {
       tasks_.push_back(std::make_unique<Task>(*this, sub, PartitionId(p)));
       WEIR_RETURN_IF_ERROR(tasks_.back()->Open(manifest_.checkpoint));
     }
   }
-  // Serving starts once everything opened: a run that cannot start says only why.
-  if (options_.serve) {
-    WEIR_ASSIGN_OR_RETURN(server_, serve::Server::Start(*log_, *options_.serve));
-    const std::string& listen = options_.serve->listen;
-    Progress("serving the topics on http://" + listen.substr(0, listen.rfind(':')) + ":" +
-             std::to_string(server_->port()) + " (ws://.../streams/TOPIC)");
+  // Services start once everything opened: a run that cannot start says only why.
+  const std::function<void(const std::string&)> progress = [this](const std::string& line) {
+    Progress(line);
+  };
+  for (const std::shared_ptr<RunService>& service : options_.services) {
+    WEIR_RETURN_IF_ERROR(service->Start(*log_, progress));
+    started_services_.push_back(service.get());
   }
   return Status::OK();
 }

@@ -26,12 +26,10 @@
 #include "app/data_dir.h"
 #include "app/manifest.h"
 #include "app/plan.h"
-#include "dataflow/clickstream.h"
 #include "dataflow/graph.h"
 #include "dataflow/outputs.h"
 #include "dataflow/sources.h"
 #include "log/log.h"
-#include "serve/server.h"
 #include "weir/application.h"
 
 namespace weir::app {
@@ -57,12 +55,6 @@ class Runtime {
   dataflow::SharedFile* Stdout() { return stdout_.get(); }
   const std::atomic<bool>* EndOfInput(const std::string& repartition_topic) {
     return end_of_input_.at(repartition_topic).get();
-  }
-  std::shared_ptr<const dataflow::ClickstreamModel> GeneratorModel(int step) {
-    return generator_models_.at(step);
-  }
-  std::shared_ptr<const nexmark::NexmarkGenerator> NexmarkModel(int step) {
-    return nexmark_models_.at(step);
   }
   bool IsSinkTopic(const std::string& topic) const { return plan_.sink_topics.count(topic) > 0; }
   std::filesystem::path TaskDir(const std::string& task_id) const;
@@ -95,16 +87,14 @@ class Runtime {
   std::filesystem::path app_dir_;
   std::unique_ptr<DataDirLock> lock_;
   std::unique_ptr<log::LogStore> log_;
-  std::unique_ptr<serve::Server> server_;  // stopped before the log closes
   Plan plan_;
   CheckpointManifest manifest_;
   std::map<std::string, log::Topic*> output_topics_;
   std::map<std::string, std::unique_ptr<dataflow::SharedFile>> files_;
   std::unique_ptr<dataflow::SharedFile> stdout_;
   std::map<std::string, std::unique_ptr<std::atomic<bool>>> end_of_input_;
-  std::map<int, std::shared_ptr<const dataflow::ClickstreamModel>> generator_models_;
-  std::map<int, std::shared_ptr<const nexmark::NexmarkGenerator>> nexmark_models_;
   std::vector<std::unique_ptr<Task>> tasks_;
+  std::vector<RunService*> started_services_;  // stopped before the log closes
   std::vector<std::thread> workers_;
   int worker_count_ = 1;
 

@@ -10,7 +10,6 @@
 #include "app/runtime.h"
 #include "core/fault_injection.h"
 #include "dataflow/watermark_marks.h"
-#include "nats/jetstream_source.h"
 
 namespace weir::app {
 namespace {
@@ -147,20 +146,20 @@ Status Task::Open(int64_t checkpoint) {
   // Operators for the sub-topology's steps, linked as the graph links them; a multi-input
   // step is linked to each parent through a port.
   for (int step_id : sub_.steps) {
-    const dataflow::Step& step = graph.steps[step_id];
+    const dataflow::Node& node = graph.nodes[step_id];
     WEIR_ASSIGN_OR_RETURN(std::unique_ptr<dataflow::Operator> op,
-                          dataflow::MakeOperator(step, runtime_.owner(), *this));
+                          node.def().MakeOperator({runtime_.owner(), node.name, *this}));
     dataflow::Operator* created = op.get();
     operators_.push_back(std::move(op));
     by_step[step_id] = created;
-    if (!dataflow::IsMultiInput(step.kind)) {
-      by_step.at(step.parent)->AddChild(created);
+    if (!node.def().multi_input()) {
+      by_step.at(node.parent())->AddChild(created);
       continue;
     }
     auto& multi = static_cast<dataflow::MultiInputOperator&>(*created);
-    for (size_t k = 0; k < step.parents.size(); ++k) {
+    for (size_t k = 0; k < node.parents.size(); ++k) {
       operators_.push_back(dataflow::MakeInputPort(multi, static_cast<int>(k)));
-      by_step.at(step.parents[k])->AddChild(operators_.back().get());
+      by_step.at(node.parents[k])->AddChild(operators_.back().get());
     }
   }
   // Writers for the dead letters exist from the start so that a source can use them.
@@ -169,30 +168,15 @@ Status Task::Open(int64_t checkpoint) {
 }
 
 Result<std::unique_ptr<dataflow::Source>> Task::OpenSource(const SubTopologyInput& input) {
-  const dataflow::Step& root = runtime_.graph().steps[input.root_step];
-  switch (root.kind) {
-    case dataflow::StepKind::kFileSource:
-      return dataflow::OpenFileSource(root.file_source);
-    case dataflow::StepKind::kTopicSource:
-      idle_timeout_ = std::max(idle_timeout_, root.topic_source.idle_timeout);
-      return dataflow::OpenTopicSource(runtime_.log(), root.topic_source, partition_);
-    case dataflow::StepKind::kGeneratorSource:
-      return dataflow::OpenGeneratorSource(runtime_.GeneratorModel(input.root_step), partition_,
-                                           root.generator.max_rate);
-    case dataflow::StepKind::kNexmarkSource:
-      return dataflow::OpenNexmarkSource(runtime_.NexmarkModel(input.root_step), root.nexmark,
-                                         partition_);
-    case dataflow::StepKind::kJetStreamSource:
-      return nats::OpenJetStreamSource(root.jetstream_source);
-    case dataflow::StepKind::kGroupBy: {
-      TopicSourceOptions options;
-      options.topic = input.topic;
-      const dataflow::RepartitionReading reading{runtime_.EndOfInput(input.topic), input.producers};
-      return dataflow::OpenTopicSource(runtime_.log(), options, partition_, &reading);
-    }
-    default:
-      return Status::Internal("sub-topology rooted at step " + root.name);
+  const dataflow::Node& root = runtime_.graph().nodes[input.root_step];
+  if (root.is_source()) {
+    idle_timeout_ = std::max(idle_timeout_, root.source().idle_timeout());
+    return root.source().Open(runtime_.log(), partition_);
   }
+  TopicSourceOptions options;
+  options.topic = input.topic;
+  const dataflow::RepartitionReading reading{runtime_.EndOfInput(input.topic), input.producers};
+  return dataflow::OpenTopicSource(runtime_.log(), options, partition_, &reading);
 }
 
 Result<bool> Task::RunBatch() {

@@ -22,6 +22,7 @@
 
 #include "app/pipeline_yaml.h"
 #include "app/testing.h"
+#include "nexmark/source.h"
 #include "weir/weir.h"
 
 namespace weir {
@@ -719,7 +720,7 @@ PurgeRun RunThroughARepartition(int32_t source_partitions, int32_t repartitions,
                        run.at_checkpoints[p].push_back(bytes >> 20);
                      }
                    }});
-  app.FromNexmark({.partitions = source_partitions, .events = events})
+  nexmark::FromNexmark(app, {.partitions = source_partitions, .events = events})
       .Filter([](const Value& v) {
         const Value* type = v.Find("type");
         return type != nullptr && type->is_string() && type->as_string() == "bid";

@@ -15,9 +15,9 @@
 #include "cli/commands.h"
 #include "cli/nexmark_queries.h"
 #include "core/process_stats.h"
-#include "dataflow/sources.h"
 #include "nexmark/canonical_row.h"
 #include "nexmark/reference.h"
+#include "nexmark/source.h"
 #include "sql/database.h"
 #include "weir/application.h"
 #include "weir/subscription.h"
@@ -196,7 +196,7 @@ int BenchNexmark(const BenchArgs& args) {
   const bool paced = args.rate > 0;
   BenchDir dir(args.data_dir);
 
-  NexmarkSourceOptions source;
+  nexmark::NexmarkSourceOptions source;
   source.partitions = args.partitions;
   source.events = args.records;
   source.events_per_second = paced ? args.rate : args.event_rate;
@@ -208,7 +208,7 @@ int BenchNexmark(const BenchArgs& args) {
   nexmark::QueryOptions query_options;
   query_options.output_topic = "nexmark.out";
   query_options.grace = std::chrono::milliseconds(args.grace_ms);
-  query_options.model = dataflow::NexmarkConfigOf(source);
+  query_options.model = nexmark::NexmarkConfigOf(source);
   const nexmark::NexmarkGenerator generator(query_options.model);
 
   const double generator_rate = GeneratorEventsPerCpuSecond(generator, args.records);
@@ -226,17 +226,11 @@ int BenchNexmark(const BenchArgs& args) {
   if (paced) {
     ServerOptions serve;
     serve.listen = "127.0.0.1:0";
-    options.serve = serve;
-    // The server says its port in a progress line: "serving the topics on http://HOST:PORT ...".
-    options.on_progress = [&arrivals](const std::string& line) {
-      const std::string marker = "serving the topics on http://";
-      if (line.rfind(marker, 0) != 0) return;
-      const size_t colon = line.find(':', marker.size());
-      arrivals.Start(std::atoi(line.c_str() + colon + 1));
-    };
+    options.services.push_back(
+        ServeTopicsWhileRunning(serve, [&arrivals](int port) { arrivals.Start(port); }));
   }
   Application app(options);
-  nexmark::AddQuery(*query, app.FromNexmark(source), query_options);
+  nexmark::AddQuery(*query, nexmark::FromNexmark(app, source), query_options);
   auto summary = app.Run();
   arrivals.Stop();
   if (!summary.ok()) return Fail(summary.status());

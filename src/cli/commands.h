@@ -7,10 +7,20 @@
 #include <optional>
 #include <string>
 
+#include "dataflow/kind_registry.h"
+#include "weir/application.h"
 #include "weir/serve.h"
 #include "weir/status.h"
 
 namespace weir::cli {
+
+// The kinds a pipeline file may name: the engine's, the Nexmark source and the NATS connector.
+const dataflow::KindRegistry& PipelineKinds();
+
+// Serves the data directory's topics over HTTP + WebSocket while an application runs
+// (ApplicationOptions::services); `on_listening` is told the port once the server listens.
+std::shared_ptr<RunService> ServeTopicsWhileRunning(
+    ServerOptions options, std::function<void(int port)> on_listening = {});
 
 // Prints "weir: <message>" and returns 1 (2 for bad input or configuration).
 int Fail(const Status& status);

@@ -1,11 +1,12 @@
 // The Nexmark queries as Weir pipelines, written with the public API (weir/stream.h).
 //
-// Each query reads a Nexmark source (Application::FromNexmark) and writes one record per result
-// row to an output topic; the row is a flat JSON object whose members are the query's columns,
-// in order. The columns and semantics of each query are listed in src/nexmark/reference.h,
-// whose DuckDB SQL computes the same answer in batch: the nexmark project's Flink SQL with
-// event-time windows aligned to the epoch and half-open (deviations: src/nexmark/README.md). A
-// query may emit a changelog rather than final rows; LastPerKey (query.h) says which.
+// Each query reads a Nexmark source (nexmark::FromNexmark, src/nexmark/source.h) and writes one
+// record per result row to an output topic; the row is a flat JSON object whose members are the
+// query's columns, in order. The columns and semantics of each query are listed in
+// src/nexmark/reference.h, whose DuckDB SQL computes the same answer in batch: the nexmark
+// project's Flink SQL with event-time windows aligned to the epoch and half-open (deviations:
+// src/nexmark/README.md). A query may emit a changelog rather than final rows; LastPerKey (query.h)
+// says which.
 //
 // Windows close by the partition watermark (after a repartition: the slowest producer's,
 // DESIGN.md §2) plus `grace`, which only the generator's disorder (out_of_order_group) needs.
@@ -20,6 +21,7 @@
 
 #include "nexmark/generator.h"
 #include "nexmark/query.h"
+#include "nexmark/source.h"
 #include "weir/application.h"
 #include "weir/status.h"
 

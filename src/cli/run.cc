@@ -4,8 +4,21 @@
 
 #include "app/pipeline_yaml.h"
 #include "cli/commands.h"
+#include "connectors/nats/jetstream_kind.h"
+#include "dataflow/builtin_kinds.h"
+#include "nexmark/source.h"
 
 namespace weir::cli {
+
+const dataflow::KindRegistry& PipelineKinds() {
+  static const dataflow::KindRegistry kinds = [] {
+    dataflow::KindRegistry all = dataflow::BuiltinKinds();
+    nexmark::RegisterNexmarkSource(all);
+    nats::RegisterJetStreamSource(all);
+    return all;
+  }();
+  return kinds;
+}
 
 int Fail(const Status& status) {
   std::fprintf(stderr, "weir: %s\n", status.message().c_str());
@@ -38,9 +51,10 @@ int Run(const RunArgs& args) {
       std::fprintf(stderr, "weir: %s\n", line.c_str());
     };
   }
+  overrides.kinds = &PipelineKinds();
   auto serve = args.serve.Resolve();
   if (!serve.ok()) return Fail(serve.status());
-  overrides.serve = *serve;
+  if (*serve) overrides.services.push_back(ServeTopicsWhileRunning(**serve));
   auto app = app::LoadPipelineFile(args.pipeline, overrides);
   if (!app.ok()) return Fail(app.status());
   if (args.reset) {

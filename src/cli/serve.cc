@@ -29,6 +29,38 @@ Result<std::optional<ServerOptions>> ServeFlags::Resolve() const {
   return std::optional<ServerOptions>(resolved);
 }
 
+namespace {
+
+// Serves the data directory's topics while a pipeline runs on it.
+class ServeWhileRunning : public RunService {
+ public:
+  ServeWhileRunning(ServerOptions options, std::function<void(int port)> on_listening)
+      : options_(std::move(options)), on_listening_(std::move(on_listening)) {}
+
+  Status Start(log::LogStore& log,
+               const std::function<void(const std::string&)>& progress) override {
+    WEIR_ASSIGN_OR_RETURN(server_, serve::Server::Start(log, options_));
+    const std::string& listen = options_.listen;
+    progress("serving the topics on http://" + listen.substr(0, listen.rfind(':')) + ":" +
+             std::to_string(server_->port()) + " (ws://.../streams/TOPIC)");
+    if (on_listening_) on_listening_(server_->port());
+    return Status::OK();
+  }
+  void Stop() override { server_.reset(); }  // closes every connection
+
+ private:
+  ServerOptions options_;
+  std::function<void(int port)> on_listening_;
+  std::unique_ptr<serve::Server> server_;
+};
+
+}  // namespace
+
+std::shared_ptr<RunService> ServeTopicsWhileRunning(ServerOptions options,
+                                                    std::function<void(int port)> on_listening) {
+  return std::make_shared<ServeWhileRunning>(std::move(options), std::move(on_listening));
+}
+
 int Serve(const ServeArgs& args) {
   // Before any thread starts: the threads inherit the blocked signals, so that SIGINT and SIGTERM
   // reach the handler's thread rather than ending the process in the log's or the server's.

@@ -16,10 +16,10 @@ namespace {
 
 class AsOfJoinOperator final : public KeyedTimeJoin {
  public:
-  AsOfJoinOperator(const Step& step, std::string_view application, TaskContext& ctx)
-      : KeyedTimeJoin(step, ctx, step.asof_join->grace,
-                      JoinLateTopic(step.asof_join->late_topic, application)),
-        lookback_(step.asof_join->lookback.count()) {}
+  AsOfJoinOperator(const AsOfJoinOptions& options, const StepContext& context)
+      : KeyedTimeJoin(context, options.grace,
+                      JoinLateTopic(options.late_topic, context.application)),
+        lookback_(options.lookback.count()) {}
 
  private:
   void Add(int input, Record& event, JoinKeyState& state) override {
@@ -71,10 +71,9 @@ class AsOfJoinOperator final : public KeyedTimeJoin {
 
 }  // namespace
 
-Result<std::unique_ptr<Operator>> MakeAsOfJoinOperator(const Step& step,
-                                                       std::string_view application,
-                                                       TaskContext& ctx) {
-  return MakeKeyedTimeJoin<AsOfJoinOperator>(step, application, ctx);
+Result<std::unique_ptr<Operator>> MakeAsOfJoinOperator(const AsOfJoinOptions& options,
+                                                       const StepContext& context) {
+  return MakeKeyedTimeJoin<AsOfJoinOperator>(options, context);
 }
 
 }  // namespace weir::dataflow

@@ -2,18 +2,16 @@
 #pragma once
 
 #include <memory>
-#include <string_view>
 
-#include "dataflow/graph.h"
+#include "dataflow/kind.h"
 #include "dataflow/operators.h"
-#include "dataflow/task_context.h"
+#include "weir/join.h"
 
 namespace weir::dataflow {
 
 // Builds the operator and restores its index of held left events from the task's store.
 // kCorruption/kIOError from the store.
-Result<std::unique_ptr<Operator>> MakeAsOfJoinOperator(const Step& step,
-                                                       std::string_view application,
-                                                       TaskContext& ctx);
+Result<std::unique_ptr<Operator>> MakeAsOfJoinOperator(const AsOfJoinOptions& options,
+                                                       const StepContext& context);
 
 }  // namespace weir::dataflow

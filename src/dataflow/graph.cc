@@ -2,181 +2,24 @@
 
 #include <set>
 
+#include "dataflow/operators.h"
+#include "weir/application.h"
+#include "weir/stream.h"
+
 namespace weir::dataflow {
 
-std::string_view StepKindName(StepKind kind) {
-  switch (kind) {
-    case StepKind::kFileSource:
-      return "file-source";
-    case StepKind::kTopicSource:
-      return "topic-source";
-    case StepKind::kGeneratorSource:
-      return "generator";
-    case StepKind::kNexmarkSource:
-      return "nexmark";
-    case StepKind::kJetStreamSource:
-      return "jetstream-source";
-    case StepKind::kMap:
-      return "map";
-    case StepKind::kFilter:
-      return "filter";
-    case StepKind::kFlatMap:
-      return "flat-map";
-    case StepKind::kApply:
-      return "apply";
-    case StepKind::kUpdate:
-      return "update";
-    case StepKind::kGroupBy:
-      return "group-by";
-    case StepKind::kAggregate:
-      return "aggregate";
-    case StepKind::kWindow:
-      return "window";
-    case StepKind::kJoin:
-      return "join";
-    case StepKind::kIntervalJoin:
-      return "interval-join";
-    case StepKind::kAsOfJoin:
-      return "asof-join";
-    case StepKind::kTopicSink:
-      return "to-topic";
-    case StepKind::kFileSink:
-      return "to-file";
-    case StepKind::kStdoutSink:
-      return "to-stdout";
-  }
-  return "unknown";
-}
-
-bool IsSource(StepKind kind) {
-  return kind == StepKind::kFileSource || kind == StepKind::kTopicSource ||
-         kind == StepKind::kGeneratorSource || kind == StepKind::kNexmarkSource ||
-         kind == StepKind::kJetStreamSource;
-}
-
-bool IsSink(StepKind kind) {
-  return kind == StepKind::kTopicSink || kind == StepKind::kFileSink ||
-         kind == StepKind::kStdoutSink;
-}
-
-bool IsStateful(StepKind kind) {
-  return kind == StepKind::kApply || kind == StepKind::kUpdate || kind == StepKind::kAggregate ||
-         kind == StepKind::kWindow || kind == StepKind::kJoin || kind == StepKind::kIntervalJoin ||
-         kind == StepKind::kAsOfJoin;
-}
-
-bool IsMultiInput(StepKind kind) {
-  return kind == StepKind::kJoin || kind == StepKind::kIntervalJoin || kind == StepKind::kAsOfJoin;
-}
-
-int64_t OutputLagMs(const Step& step) {
-  switch (step.kind) {
-    case StepKind::kWindow:
-      return step.window->definition.is_count() ? 0 : step.window->definition.grace();
-    case StepKind::kIntervalJoin:  // a left-outer left without a match leaves past its upper bound
-      return step.interval_join->grace.count() +
-             (step.interval_join->left_outer ? step.interval_join->upper.count() : 0);
-    case StepKind::kAsOfJoin:
-      return step.asof_join->grace.count();
-    case StepKind::kJoin:  // a group settles up to its tolerance, or its timeout, after its time
-      return std::max(step.join->tolerance.count(), step.join->timeout.count());
-    default:
-      return 0;
-  }
-}
-
-std::string Step::Describe() const {
-  std::string d =
-      std::string(StepKindName(kind)) + " " + name + " parent=" + std::to_string(parent);
-  for (size_t i = 1; i < parents.size(); ++i) d += "," + std::to_string(parents[i]);
-  for (const std::string& input : input_names) d += " input=" + input;
-  switch (kind) {
-    case StepKind::kFileSource:
-      d += " key=" + file_source.key.field + ":" + std::string(KeySerdeName(file_source.key.type)) +
-           " ts=" + file_source.timestamp_field;
-      break;
-    case StepKind::kTopicSource:
-      d += " topic=" + topic_source.topic + " key=" + topic_source.key.field +
-           " ts=" + topic_source.timestamp_field;
-      break;
-    case StepKind::kGeneratorSource:
-      d += " partitions=" + std::to_string(generator.partitions) +
-           " users=" + std::to_string(generator.users) + " seed=" + std::to_string(generator.seed) +
-           " rate=" + std::to_string(generator.events_per_second) +
-           " active=" + std::to_string(generator.active_fraction) +
-           " disorder=" + std::to_string(generator.max_out_of_order_ms) +
-           " start=" + std::to_string(generator.start_time_ms);
-      break;
-    case StepKind::kNexmarkSource:
-      d += " partitions=" + std::to_string(nexmark.partitions) +
-           " first=" + std::to_string(nexmark.first_event_ms) +
-           " rate=" + std::to_string(nexmark.events_per_second) +
-           " seed=" + std::to_string(nexmark.seed) +
-           " disorder=" + std::to_string(nexmark.out_of_order_group_size);
-      break;
-    case StepKind::kJetStreamSource:
-      d += " stream=" + jetstream_source.stream + " subject=" + jetstream_source.subject +
-           " durable=" + jetstream_source.durable + " key=" + jetstream_source.key.field +
-           " ts=" + jetstream_source.timestamp_field;
-      break;
-    case StepKind::kJoin:
-      // Tolerance, timeouts, quorum and caps may change across a restart (pending groups are
-      // held deliveries, reassembled from their sources); the mode and the inputs may not.
-      d += std::string(" mode=") + (join->mode == JoinMode::kTrace ? "trace" : "time") +
-           " trace_field=" + join->trace_field;
-      for (const auto& [input, window] : join->collect) d += " collect=" + input;
-      break;
-    case StepKind::kIntervalJoin:
-      d += " lower=" + std::to_string(interval_join->lower.count()) +
-           " upper=" + std::to_string(interval_join->upper.count()) +
-           (interval_join->left_outer ? " left" : " inner");
-      break;
-    case StepKind::kGroupBy:
-      d += " field=" + group_by.field + ":" + std::string(KeySerdeName(group_by.type));
-      break;
-    case StepKind::kAggregate:
-      for (const auto& [n, a] : aggregations) d += " " + n + "=" + a->Describe();
-      break;
-    case StepKind::kWindow: {
-      // Grace and the session gap may change across a restart (the window state stays valid);
-      // the kind, the size and step, the closing and the aggregations may not.
-      const WindowDefinition& def = window->definition;
-      d += " kind=" + std::to_string(static_cast<int>(def.kind()));
-      if (def.kind() != WindowKind::kSession) {
-        d += " size=" + std::to_string(def.size()) + " step=" + std::to_string(def.step());
-      }
-      d += std::string(" closing=") + (window->closing == Closing::kKey ? "key" : "partition") +
-           (window->final ? " final" : " current");
-      for (const auto& [n, a] : window->aggregations) d += " " + n + "=" + a->Describe();
-      if (!window->late_topic.empty()) d += " late_topic=" + window->late_topic;
-      if (!window->late_file.empty()) d += " late_file=" + window->late_file;
-      break;
+int Graph::Add(std::shared_ptr<const StepDefinition> definition, std::string name,
+               std::vector<int> parents) {
+  const int id = static_cast<int>(nodes.size());
+  if (name.empty()) name = std::string(definition->kind()) + "-" + std::to_string(id);
+  if (Status valid = definition->Validate(); !valid.ok()) Fail(std::string(valid.message()));
+  for (int parent : parents) {
+    if (nodes[parent].is_sink()) {
+      Fail("step '" + name + "' follows sink '" + nodes[parent].name + "': a sink ends its stream");
     }
-    case StepKind::kTopicSink:
-      d += " topic=" + topic_sink.topic;
-      break;
-    case StepKind::kFileSink:
-      d += " path=" + file_sink_path;
-      break;
-    default:
-      break;
+    nodes[parent].children.push_back(id);
   }
-  return d;
-}
-
-int Graph::Add(Step step) {
-  int id = static_cast<int>(steps.size());
-  if (step.name.empty())
-    step.name = std::string(StepKindName(step.kind)) + "-" + std::to_string(id);
-  if (step.parents.empty() && step.parent >= 0) step.parents.push_back(step.parent);
-  for (int parent : step.parents) {
-    if (IsSink(steps[parent].kind)) {
-      Fail("step '" + step.name + "' follows sink '" + steps[parent].name +
-           "': a sink ends its stream");
-    }
-    steps[parent].children.push_back(id);
-  }
-  steps.push_back(std::move(step));
+  nodes.push_back(Node{std::move(definition), std::move(name), std::move(parents), {}});
   return id;
 }
 
@@ -184,32 +27,33 @@ Status Graph::Validate() const {
   if (!error.ok()) return error;
   bool has_source = false;
   std::set<std::string> names;
-  for (const Step& s : steps) {
-    has_source |= IsSource(s.kind);
-    if (!names.insert(s.name).second) {
-      return Status::InvalidArgument("two steps are named '" + s.name + "'");
+  for (const Node& n : nodes) {
+    has_source |= n.is_source();
+    if (!names.insert(n.name).second) {
+      return Status::InvalidArgument("two steps are named '" + n.name + "'");
     }
-    if (!IsSink(s.kind) && s.children.empty()) {
-      return Status::InvalidArgument("step '" + s.name +
+    if (!n.is_sink() && n.children.empty()) {
+      return Status::InvalidArgument("step '" + n.name +
                                      "' has no sink after it: end the stream with ToTopic, "
                                      "ToFile or ToStdout");
     }
   }
   if (!has_source) return Status::InvalidArgument("the application has no source");
-  // A join holds the source record being processed; a record a stateful step emits from its
-  // state (a window closing, a group, a pair) has no source record of its own to hold, so it
-  // must reach the join through a durable topic.
-  for (const Step& s : steps) {
-    if (s.kind != StepKind::kJoin) continue;
-    std::vector<int> up(s.parents);
+  // A step holding the source record being processed (a join) needs source records; a record a
+  // stateful step emits from its state (a window closing, a pair) has no source record of its
+  // own to hold, so it must reach the join through a durable topic.
+  for (const Node& n : nodes) {
+    if (!n.def().holds_source_records()) continue;
+    std::vector<int> up(n.parents);
     while (!up.empty()) {
-      const Step& u = steps[up.back()];
+      const Node& u = nodes[up.back()];
       up.pop_back();
-      if (IsSource(u.kind) || u.kind == StepKind::kGroupBy) continue;
-      if (u.kind == StepKind::kWindow || IsMultiInput(u.kind)) {
-        return Status::InvalidArgument(
-            "join '" + s.name + "' reads what '" + u.name +
-            "' emits from its state; put a group_by between them (through a topic)");
+      if (u.is_source() || u.def().repartitions()) continue;
+      if (u.def().emits_from_state()) {
+        return Status::InvalidArgument(std::string(n.def().kind()) + " '" + n.name +
+                                       "' reads what '" + u.name +
+                                       "' emits from its state; put a group_by between them "
+                                       "(through a topic)");
       }
       up.insert(up.end(), u.parents.begin(), u.parents.end());
     }
@@ -218,9 +62,123 @@ Status Graph::Validate() const {
 }
 
 std::string Graph::Describe() const {
-  std::string d;
-  for (const Step& s : steps) d += s.Describe() + "\n";
-  return d;
+  Value::Array steps;
+  for (const Node& n : nodes) {
+    Fingerprint fingerprint;
+    n.def().Describe(fingerprint);
+    Value::Array parents;
+    for (int p : n.parents) parents.emplace_back(int64_t{p});
+    steps.push_back(Value::MakeObject({{"name", Value(n.name)},
+                                       {"kind", Value(n.def().kind())},
+                                       {"parents", Value(std::move(parents))},
+                                       {"fixed", fingerprint.fixed()},
+                                       {"may_change", fingerprint.may_change()}}));
+  }
+  return Value(std::move(steps)).ToJson();
+}
+
+namespace {
+
+// "'window-3' (window)".
+std::string StepTitle(const Value& step) {
+  const Value* name = step.Find("name");
+  const Value* kind = step.Find("kind");
+  return "'" + (name && name->is_string() ? name->as_string() : std::string("?")) + "' (" +
+         (kind && kind->is_string() ? kind->as_string() : std::string("?")) + ")";
+}
+
+std::string Shown(const Value* v) { return v == nullptr ? "(none)" : v->ToJson(); }
+
+// The first fixed option that differs between two steps' "fixed" objects, as "name a -> b".
+std::optional<std::string> FixedOptionChange(const Value& recorded, const Value& current) {
+  std::vector<std::string> names;
+  for (const Value* side : {&recorded, &current}) {
+    if (!side->is_object()) continue;
+    for (const auto& [name, value] : side->as_object()) names.push_back(name);
+  }
+  for (const std::string& name : names) {
+    const Value* a = recorded.Find(name);
+    const Value* b = current.Find(name);
+    if (a == nullptr || b == nullptr || !(*a == *b))
+      return name + " " + Shown(a) + " -> " + Shown(b);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> DefinitionChange(std::string_view recorded, std::string_view current) {
+  auto old_steps = Value::Parse(recorded);
+  auto new_steps = Value::Parse(current);
+  if (!old_steps.ok() || !old_steps->is_array() || !new_steps.ok() || !new_steps->is_array()) {
+    return "its checkpoint records the definition in a form this version of Weir does not read";
+  }
+  const Value::Array& was = old_steps->as_array();
+  const Value::Array& now = new_steps->as_array();
+  for (size_t i = 0; i < std::min(was.size(), now.size()); ++i) {
+    for (const char* field : {"name", "kind", "parents"}) {
+      const Value* a = was[i].Find(field);
+      const Value* b = now[i].Find(field);
+      if (a == nullptr || b == nullptr || !(*a == *b)) {
+        return "step " + std::to_string(i) + " was " + StepTitle(was[i]) + " after " +
+               Shown(was[i].Find("parents")) + ", now " + StepTitle(now[i]) + " after " +
+               Shown(now[i].Find("parents"));
+      }
+    }
+    const Value* a = was[i].Find("fixed");
+    const Value* b = now[i].Find("fixed");
+    if (a == nullptr || b == nullptr) {
+      return "step " + StepTitle(now[i]) + ": its options are unreadable";
+    }
+    if (auto change = FixedOptionChange(*a, *b))
+      return "step " + StepTitle(now[i]) + ": " + *change;
+  }
+  if (now.size() > was.size()) return "step " + StepTitle(now[was.size()]) + " was added";
+  if (was.size() > now.size()) return "step " + StepTitle(was[now.size()]) + " was removed";
+  return std::nullopt;
+}
+
+Graph& GraphAccess::Of(Application& app) { return *app.graph_; }
+
+Stream GraphAccess::AddSource(Application& app,
+                              std::shared_ptr<const SourceDefinition> definition) {
+  Graph& graph = Of(app);
+  return Stream(&graph, graph.Add(std::move(definition), "", {}));
+}
+
+Stream GraphAccess::AddStep(const Stream& parent, std::shared_ptr<const StepDefinition> definition,
+                            std::string name) {
+  return AddStep(*parent.graph_, parent.node_, std::move(definition), std::move(name));
+}
+
+Stream GraphAccess::AddStep(Graph& graph, int parent,
+                            std::shared_ptr<const StepDefinition> definition, std::string name) {
+  return Stream(&graph, graph.Add(std::move(definition), std::move(name), {parent}));
+}
+
+Stream GraphAccess::AddMultiInput(Graph& graph, const std::vector<Stream>& parents,
+                                  std::shared_ptr<const StepDefinition> definition,
+                                  std::string name) {
+  std::vector<int> nodes;
+  for (const Stream& parent : parents) {
+    if (parent.graph_ != &graph) {
+      graph.Fail(std::string(definition->kind()) + ": a parent belongs to another application");
+      continue;
+    }
+    nodes.push_back(parent.node_);
+  }
+  return Stream(&graph, graph.Add(std::move(definition), std::move(name), std::move(nodes)));
+}
+
+Graph& GraphAccess::GraphOf(const Stream& stream) { return *stream.graph_; }
+int GraphAccess::NodeOf(const Stream& stream) { return stream.node_; }
+
+Result<std::unique_ptr<Operator>> SourceDefinition::MakeOperator(const StepContext&) const {
+  return Status::Internal("source kind " + std::string(kind()) + " has no operator");
+}
+
+std::string RepartitionTopicName(std::string_view application, std::string_view step_name) {
+  return std::string(application) + ".repartition." + std::string(step_name);
 }
 
 }  // namespace weir::dataflow

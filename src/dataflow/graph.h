@@ -1,126 +1,84 @@
-// The logical dataflow graph that the Stream API builds: a forest of steps rooted at sources.
-// It is a description only; app/ compiles it into tasks.
+// The logical dataflow graph that the Stream API and the YAML loader build: a forest of steps
+// rooted at sources, each step a node holding its kind's definition (kind.h). It is a
+// description only; app/ compiles it into tasks.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
-#include <variant>
 #include <vector>
 
-#include "weir/aggregator.h"
+#include "dataflow/kind.h"
 #include "weir/status.h"
 #include "weir/stream.h"
-#include "weir/window.h"
+
+namespace weir {
+class Application;
+}  // namespace weir
 
 namespace weir::dataflow {
 
-enum class StepKind {
-  kFileSource,
-  kTopicSource,
-  kGeneratorSource,
-  kNexmarkSource,
-  kJetStreamSource,
-  kMap,
-  kFilter,
-  kFlatMap,
-  kApply,
-  kUpdate,
-  kGroupBy,
-  kAggregate,
-  kWindow,
-  kJoin,
-  kIntervalJoin,
-  kAsOfJoin,
-  kTopicSink,
-  kFileSink,
-  kStdoutSink,
-};
-
-std::string_view StepKindName(StepKind kind);
-bool IsSource(StepKind kind);
-bool IsSink(StepKind kind);
-// Steps with per-key state in the task's store.
-bool IsStateful(StepKind kind);
-// Steps with several parents (their inputs are numbered in the order of `parents`).
-bool IsMultiInput(StepKind kind);
-
-struct Step;
-// How far behind the task's watermark the timestamps of what `step` emits may be, in ms: a
-// window emits a window (timestamp end - 1) once the watermark is its end + grace; a join emits
-// a match or an expiry up to its grace (and bound) behind. 0 for steps that emit what they get.
-// A task writing a repartition topic marks it with its watermark less the sum of these over its
-// steps, so no record it writes after a mark is behind the mark (watermark_marks.h).
-int64_t OutputLagMs(const Step& step);
-
-// A window step: what WindowedStream collected.
-struct WindowStep {
-  WindowDefinition definition;
-  std::vector<std::pair<std::string, AggregatorPtr>> aggregations;
-  bool single_unnamed = false;
-  Closing closing = Closing::kKey;
-  bool final = true;  // .Final(); else .Current()
-  std::function<void(const LateRecord&)> on_late;
-  std::string late_topic;
-  std::string late_file;
-  std::function<bool(const Value&)> trigger;
-};
-
-struct GroupBySpec {
-  std::string field;
-  KeySerde type = KeySerde::kString;
-  int32_t partitions = 0;
-};
-
-struct Step {
-  StepKind kind;
-  std::string name;  // user-given or "<kind>-<index>"; unique in the graph
-  int parent = -1;   // -1 for sources; parents[0] for multi-input steps
-  // Multi-input steps: every parent, in input order, and (joins) the name of each input.
-  std::vector<int> parents;
-  std::vector<std::string> input_names;
+struct Node {
+  std::shared_ptr<const StepDefinition> definition;
+  std::string name;          // user-given or "<kind>-<index>"; unique in the graph
+  std::vector<int> parents;  // none for sources; a multi-input step's in input order
   std::vector<int> children;
 
-  // The payload of the kind (only the member matching `kind` is set).
-  FileSourceOptions file_source;
-  TopicSourceOptions topic_source;
-  GeneratorOptions generator;
-  NexmarkSourceOptions nexmark;
-  JetStreamSourceOptions jetstream_source;
-  std::function<Value(const Value&)> map;
-  std::function<bool(const Value&)> filter;
-  std::function<std::vector<Value>(const Value&)> flat_map;
-  std::function<std::optional<Value>(const Value&, State&)> apply;
-  std::function<void(Value&, State&)> update;
-  GroupBySpec group_by;
-  std::vector<std::pair<std::string, AggregatorPtr>> aggregations;
-  std::shared_ptr<const WindowStep> window;
-  std::shared_ptr<const JoinOptions> join;
-  std::shared_ptr<const IntervalJoinOptions> interval_join;
-  std::shared_ptr<const AsOfJoinOptions> asof_join;
-  TopicSinkOptions topic_sink;
-  std::string file_sink_path;
-
-  // A line that identifies what this step does, for the definition fingerprint.
-  std::string Describe() const;
+  const StepDefinition& def() const { return *definition; }
+  int parent() const { return parents.empty() ? -1 : parents.front(); }
+  bool is_source() const { return definition->role() == Role::kSource; }
+  bool is_sink() const { return definition->role() == Role::kSink; }
+  // REQUIRES is_source().
+  const SourceDefinition& source() const {
+    return static_cast<const SourceDefinition&>(*definition);
+  }
 };
 
 struct Graph {
-  std::vector<Step> steps;
-  // The first definition error (a step after a sink, an empty field...), reported by Run().
+  std::vector<Node> nodes;
+  // The first definition error (a step after a sink, an invalid option...), reported by Run().
   Status error;
 
-  int Add(Step step);
+  // Adds a node after `parents` (none for a source) and returns its index. A definition that
+  // does not validate, or a step after a sink, records the first error in `error`.
+  int Add(std::shared_ptr<const StepDefinition> definition, std::string name,
+          std::vector<int> parents);
   void Fail(std::string message) {
     if (error.ok()) error = Status::InvalidArgument(std::move(message));
   }
   // Checks what can only be checked once the graph is complete: every branch ends in a sink,
-  // there is at least one source, names are unique.
+  // there is at least one source, names are unique, a step holding source records sees only
+  // source records.
   Status Validate() const;
-  // Every step's Describe(), one per line, in order: what a restart must match.
+  // The definition a restart must match: every node's kind, name, parents and options, as JSON
+  // (Fingerprint: fixed options under "fixed", the others under "may_change").
   std::string Describe() const;
+};
+
+// Why the `current` definition (Graph::Describe) cannot resume from state written under
+// `recorded`: "step 'window-3' (window): size 10000 -> 5000"; nullopt if it can (only
+// MayChange options differ). A `recorded` that is not a definition is reported as such.
+std::optional<std::string> DefinitionChange(std::string_view recorded, std::string_view current);
+
+// How kinds and the YAML loader reach the graph behind the public Application and Stream (which
+// declare it a friend): adding a node is the only thing it does.
+struct GraphAccess {
+  static Graph& Of(Application& app);
+  // A source of `app`.
+  static Stream AddSource(Application& app, std::shared_ptr<const SourceDefinition> definition);
+  // A step (or sink) after `parent`. A sink returns the stream of the sink node, which no step
+  // may follow.
+  static Stream AddStep(const Stream& parent, std::shared_ptr<const StepDefinition> definition,
+                        std::string name = "");
+  // A step after the node `parent` of `graph` (WindowedStream keeps its parent as a node).
+  static Stream AddStep(Graph& graph, int parent, std::shared_ptr<const StepDefinition> definition,
+                        std::string name = "");
+  // A multi-input step after `parents`, in input order; they must belong to `graph`.
+  static Stream AddMultiInput(Graph& graph, const std::vector<Stream>& parents,
+                              std::shared_ptr<const StepDefinition> definition, std::string name);
+  static Graph& GraphOf(const Stream& stream);
+  static int NodeOf(const Stream& stream);
 };
 
 }  // namespace weir::dataflow

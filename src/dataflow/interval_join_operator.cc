@@ -19,12 +19,12 @@ constexpr size_t kMatched = 2;
 
 class IntervalJoinOperator final : public KeyedTimeJoin {
  public:
-  IntervalJoinOperator(const Step& step, std::string_view application, TaskContext& ctx)
-      : KeyedTimeJoin(step, ctx, step.interval_join->grace,
-                      JoinLateTopic(step.interval_join->late_topic, application)),
-        lower_(step.interval_join->lower.count()),
-        upper_(step.interval_join->upper.count()),
-        left_outer_(step.interval_join->left_outer) {}
+  IntervalJoinOperator(const IntervalJoinOptions& options, const StepContext& context)
+      : KeyedTimeJoin(context, options.grace,
+                      JoinLateTopic(options.late_topic, context.application)),
+        lower_(options.lower.count()),
+        upper_(options.upper.count()),
+        left_outer_(options.left_outer) {}
 
  private:
   void Add(int input, Record& event, JoinKeyState& state) override {
@@ -94,10 +94,9 @@ class IntervalJoinOperator final : public KeyedTimeJoin {
 
 }  // namespace
 
-Result<std::unique_ptr<Operator>> MakeIntervalJoinOperator(const Step& step,
-                                                           std::string_view application,
-                                                           TaskContext& ctx) {
-  return MakeKeyedTimeJoin<IntervalJoinOperator>(step, application, ctx);
+Result<std::unique_ptr<Operator>> MakeIntervalJoinOperator(const IntervalJoinOptions& options,
+                                                           const StepContext& context) {
+  return MakeKeyedTimeJoin<IntervalJoinOperator>(options, context);
 }
 
 }  // namespace weir::dataflow

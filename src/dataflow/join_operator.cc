@@ -10,11 +10,12 @@ constexpr std::string_view kDedupPrefix = "g";
 
 class JoinOperator final : public MultiInputOperator, join::Resolver {
  public:
-  JoinOperator(const Step& step, TaskContext& ctx)
-      : options_(*step.join),
-        inputs_(step.input_names),
+  JoinOperator(const JoinOptions& options, const std::vector<std::string>& inputs, TaskContext& ctx,
+               std::string_view step_name)
+      : options_(options),
+        inputs_(inputs),
         ctx_(ctx),
-        store_(ctx.Store(step.name)),
+        store_(ctx.Store(step_name)),
         assembler_(join::Assembler::Make(options_, inputs_, *this)),
         // Embedded sources never deliver an emitted group's members again: a crash rolls the
         // outputs back with the state. A broker may, after a crash between checkpoint and ack.
@@ -175,8 +176,11 @@ class JoinOperator final : public MultiInputOperator, join::Resolver {
 
 }  // namespace
 
-Result<std::unique_ptr<Operator>> MakeJoinOperator(const Step& step, TaskContext& ctx) {
-  return std::unique_ptr<Operator>(new JoinOperator(step, ctx));
+Result<std::unique_ptr<Operator>> MakeJoinOperator(const JoinOptions& options,
+                                                   const std::vector<std::string>& inputs,
+                                                   const StepContext& context) {
+  return std::unique_ptr<Operator>(
+      new JoinOperator(options, inputs, context.task, context.step_name));
 }
 
 }  // namespace weir::dataflow

@@ -3,15 +3,20 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
-#include "dataflow/graph.h"
+#include "dataflow/kind.h"
 #include "dataflow/operators.h"
-#include "dataflow/task_context.h"
+#include "weir/join.h"
 
 namespace weir::dataflow {
 
 // Dedup state lives in the step's store (group id -> group time), so an emitted group that a
 // broker redelivers after a crash is recognised. kCorruption/kIOError from the store.
-Result<std::unique_ptr<Operator>> MakeJoinOperator(const Step& step, TaskContext& ctx);
+// `inputs`: the name of each input, in input order. `options` and `inputs` outlive the operator.
+Result<std::unique_ptr<Operator>> MakeJoinOperator(const JoinOptions& options,
+                                                   const std::vector<std::string>& inputs,
+                                                   const StepContext& context);
 
 }  // namespace weir::dataflow

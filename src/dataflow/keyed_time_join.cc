@@ -41,12 +41,12 @@ std::string JoinLateTopic(std::string_view option, std::string_view application)
   return option.empty() ? std::string(application) + ".late" : std::string(option);
 }
 
-KeyedTimeJoin::KeyedTimeJoin(const Step& step, TaskContext& ctx, std::chrono::milliseconds grace,
+KeyedTimeJoin::KeyedTimeJoin(const StepContext& context, std::chrono::milliseconds grace,
                              std::string_view late_topic)
-    : ctx_(ctx),
-      store_(ctx.Store(step.name)),
+    : ctx_(context.task),
+      store_(context.task.Store(context.step_name)),
       grace_ms_(grace.count()),
-      late_(ctx, late_topic, "") {}
+      late_(context.task, late_topic, "") {}
 
 Status KeyedTimeJoin::Restore() {
   bool corrupt = false;

@@ -27,7 +27,7 @@
 #include <string_view>
 #include <utility>
 
-#include "dataflow/graph.h"
+#include "dataflow/kind.h"
 #include "dataflow/late_output.h"
 #include "dataflow/operators.h"
 #include "dataflow/task_context.h"
@@ -72,7 +72,7 @@ class KeyedTimeJoin : public MultiInputOperator {
   void OnWatermark(Watermark watermark) final;
 
  protected:
-  KeyedTimeJoin(const Step& step, TaskContext& ctx, std::chrono::milliseconds grace,
+  KeyedTimeJoin(const StepContext& context, std::chrono::milliseconds grace,
                 std::string_view late_topic);
 
   // An event of `input` that is not late, with its key's state (created empty if new).
@@ -118,13 +118,14 @@ class KeyedTimeJoin : public MultiInputOperator {
 // The late topic of a join: its option, or "<application>.late".
 std::string JoinLateTopic(std::string_view option, std::string_view application);
 
-// Builds a join operator (constructed from the step, the application and the context) and
-// restores its index from the task's store. kCorruption/kIOError from the store.
-template <typename JoinOperator>
-Result<std::unique_ptr<Operator>> MakeKeyedTimeJoin(const Step& step, std::string_view application,
-                                                    TaskContext& ctx) {
-  auto op = std::make_unique<JoinOperator>(step, application, ctx);
-  WEIR_RETURN_IF_ERROR(op->Restore().WithContext("restoring join step " + step.name));
+// Builds a join operator (constructed from its options and the context) and restores its index
+// from the task's store. kCorruption/kIOError from the store.
+template <typename JoinOperator, typename Options>
+Result<std::unique_ptr<Operator>> MakeKeyedTimeJoin(const Options& options,
+                                                    const StepContext& context) {
+  auto op = std::make_unique<JoinOperator>(options, context);
+  WEIR_RETURN_IF_ERROR(
+      op->Restore().WithContext("restoring join step " + std::string(context.step_name)));
   return std::unique_ptr<Operator>(std::move(op));
 }
 

@@ -11,8 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "dataflow/graph.h"
-#include "dataflow/step_state.h"
 #include "dataflow/task_context.h"
 #include "weir/record.h"
 
@@ -60,13 +58,5 @@ class MultiInputOperator : public Operator {
 // The child a multi-input step's parent `input` forwards to. The task sends watermarks down
 // every input's chain; only input 0's port passes them on, so the step sees each once.
 std::unique_ptr<Operator> MakeInputPort(MultiInputOperator& step, int input);
-
-// Builds the operator of a non-source step of `application`. `ctx` outlives the operator.
-// Errors come from restoring a step's state.
-Result<std::unique_ptr<Operator>> MakeOperator(const Step& step, std::string_view application,
-                                               TaskContext& ctx);
-
-// The name of the repartition topic of a group-by step of an application.
-std::string RepartitionTopicName(std::string_view application, std::string_view step_name);
 
 }  // namespace weir::dataflow

@@ -1,5 +1,7 @@
-// Sources: one reader per task, turning a file, a topic partition or the generator into
-// records, in order, with a position that the task checkpoints.
+// Sources: one reader per task, turning one partition of an input (a file, a topic partition,
+// a generator, a broker) into records, in order, with a position that the task checkpoints.
+// Each source kind (kind.h) makes its own; the topic reader is here because a task also reads
+// repartition topics with it.
 //
 // Threads: a Source belongs to its task's thread.
 // Durability: SavePosition() is stored with the task's state at each checkpoint;
@@ -12,14 +14,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include "dataflow/clickstream.h"
 #include "dataflow/json_records.h"
+#include "dataflow/kind.h"
 #include "dataflow/task_context.h"
 #include "log/log.h"
-#include "nexmark/generator.h"
 #include "weir/record.h"
 #include "weir/stream.h"
 
@@ -110,11 +112,6 @@ class Source {
   virtual Status OnCheckpointCommitted() { return Status::OK(); }
 };
 
-// JSON lines from a file (one partition). Ends at the end of the file.
-// Errors: kNotFound / kIOError naming the file if it cannot be opened or read;
-// kFailedPrecondition if a restored position lies beyond the file's end (the file changed).
-Result<std::unique_ptr<Source>> OpenFileSource(const FileSourceOptions& options);
-
 // How a task reads a repartition topic.
 struct RepartitionReading {
   // Set once the topic's producers have all finished and published: the source then ends once
@@ -131,17 +128,36 @@ Result<std::unique_ptr<Source>> OpenTopicSource(log::LogStore& log,
                                                 PartitionId partition,
                                                 const RepartitionReading* repartition = nullptr);
 
-// One partition of the clickstream generator.
-std::unique_ptr<Source> OpenGeneratorSource(std::shared_ptr<const ClickstreamModel> model,
-                                            PartitionId partition, double max_rate);
+// The options of a source that makes records of JSON values (a file, a topic, JetStream): the
+// field that keys them, the one that stamps them, and where the bad ones go. Fixed: state is
+// kept by those keys and times.
+void DescribeRecordExtraction(Fingerprint& fingerprint, const KeySpec& key,
+                              std::string_view timestamp_field, std::string_view dead_letter_topic);
 
-// The generator's model for a source's options (the reference's defaults for the rest).
-nexmark::NexmarkConfig NexmarkConfigOf(const NexmarkSourceOptions& options);
+// A value a source definition makes on first use, once, thread-safely, and then shares with
+// every task (a generator's model).
+template <typename T>
+class MadeOnce {
+ public:
+  template <typename Make>
+  std::shared_ptr<const T> Get(Make&& make) const {
+    std::call_once(once_, [&] { value_ = make(); });
+    return value_;
+  }
 
-// One partition of the Nexmark generator: the events n = partition, partition + partitions, ...
-// below options.events (all of them if -1), as NexmarkSourceOptions says.
-std::unique_ptr<Source> OpenNexmarkSource(std::shared_ptr<const nexmark::NexmarkGenerator> model,
-                                          const NexmarkSourceOptions& options,
-                                          PartitionId partition);
+ private:
+  mutable std::once_flag once_;
+  mutable std::shared_ptr<const T> value_;
+};
+
+// A source whose position is the number of records it has made (the generators): next_.
+class CountingSource : public Source {
+ public:
+  std::string SavePosition() const override;
+  Status RestorePosition(std::string_view saved) override;
+
+ protected:
+  int64_t next_ = 0;
+};
 
 }  // namespace weir::dataflow

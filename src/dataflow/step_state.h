@@ -21,9 +21,16 @@ class StepState {
     state::AppendMessageKey(prefix_, key_bytes);
     return state_;
   }
-  const Value* Get(std::string_view name);
-  void Set(std::string_view name, Value value);
-  void Delete(std::string_view name);
+  const Value* Get(std::string_view name) {
+    auto v = store_->Get(StateKey(name));
+    if (!v.ok()) {
+      if (error_.ok()) error_ = v.status();
+      return nullptr;
+    }
+    return *v;
+  }
+  void Set(std::string_view name, Value value) { store_->Put(StateKey(name), std::move(value)); }
+  void Delete(std::string_view name) { store_->Delete(StateKey(name)); }
   // The first storage error a user function hit (it cannot return one); the task checks it.
   Status TakeError() { return std::exchange(error_, Status::OK()); }
 

@@ -38,10 +38,10 @@ struct IndexEntry {
 
 class WindowOperator : public Operator {
  public:
-  WindowOperator(const Step& step, TaskContext& ctx)
-      : spec_(*step.window),
+  WindowOperator(const WindowOptions& spec, TaskContext& ctx, std::string_view step_name)
+      : spec_(spec),
         ctx_(ctx),
-        store_(ctx.Store(step.name)),
+        store_(ctx.Store(step_name)),
         aggregations_(spec_.aggregations, spec_.single_unnamed),
         windows_(spec_.definition, aggregations_, !spec_.final, spec_.trigger),
         partition_mode_(spec_.closing == Closing::kPartition && !spec_.definition.is_count()),
@@ -239,7 +239,7 @@ class WindowOperator : public Operator {
       spec_.on_late(LateRecord{std::move(r), outcome_.reason, outcome_.late_by_ms});
   }
 
-  const WindowStep& spec_;
+  const WindowOptions& spec_;
   TaskContext& ctx_;
   state::KeyValueStore& store_;
   window::Aggregations aggregations_;
@@ -256,9 +256,11 @@ class WindowOperator : public Operator {
 
 }  // namespace
 
-Result<std::unique_ptr<Operator>> MakeWindowOperator(const Step& step, TaskContext& ctx) {
-  auto op = std::make_unique<WindowOperator>(step, ctx);
-  WEIR_RETURN_IF_ERROR(op->Restore().WithContext("restoring window step " + step.name));
+Result<std::unique_ptr<Operator>> MakeWindowOperator(const WindowOptions& options,
+                                                     const StepContext& context) {
+  auto op = std::make_unique<WindowOperator>(options, context.task, context.step_name);
+  WEIR_RETURN_IF_ERROR(
+      op->Restore().WithContext("restoring window step " + std::string(context.step_name)));
   return std::unique_ptr<Operator>(std::move(op));
 }
 

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "weir/aggregator.h"
-#include "weir/stream.h"
 #include "weir/value.h"
 
 namespace weir::window {

@@ -18,8 +18,6 @@
 #include <optional>
 #include <utility>
 
-#include "weir/stream.h"
-
 namespace weir {
 namespace {
 

@@ -28,7 +28,7 @@
 #include "weir/key.h"
 #include "weir/types.h"
 #include "weir/value.h"
-#include "weir/window.h"
+#include "weir/window_definition.h"
 #include "window/aggregations.h"
 
 namespace weir::window {

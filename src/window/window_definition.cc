@@ -1,6 +1,6 @@
-#include <string>
+#include "weir/window_definition.h"
 
-#include "weir/window.h"
+#include <string>
 
 namespace weir {
 
@@ -32,8 +32,7 @@ WindowDefinition& WindowDefinition::Grace(std::chrono::milliseconds grace) {
   return *this;
 }
 
-namespace {
-std::string_view KindName(WindowKind kind) {
+std::string_view WindowKindName(WindowKind kind) {
   switch (kind) {
     case WindowKind::kTumbling:
       return "tumbling";
@@ -52,10 +51,9 @@ std::string_view KindName(WindowKind kind) {
   }
   return "unknown";
 }
-}  // namespace
 
 Status WindowDefinition::Validate() const {
-  const std::string what = std::string(KindName(kind_)) + " window";
+  const std::string what = std::string(WindowKindName(kind_)) + " window";
   const std::string unit = is_count() ? " events" : " ms";
   // Windows of a few hundred years fit int64 milliseconds with room for the arithmetic on them.
   constexpr int64_t kLongest = int64_t{1} << 53;
@@ -90,7 +88,7 @@ Status WindowDefinition::Validate() const {
 }
 
 std::string WindowDefinition::Describe() const {
-  std::string d(KindName(kind_));
+  std::string d(WindowKindName(kind_));
   const std::string unit = is_count() ? "" : "ms";
   if (kind_ == WindowKind::kSession) {
     d += "(gap=" + std::to_string(size_) + unit;

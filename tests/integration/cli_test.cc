@@ -207,6 +207,30 @@ TEST_F(Cli, AYamlErrorNamesThePathAndExitsWithTwo) {
       << r.err;
 }
 
+// `weir run` knows the engine's kinds, the Nexmark source and the JetStream connector.
+TEST_F(Cli, ASourceMustBeExactlyOneOfTheKindsWeirKnows) {
+  testing::WriteLines(dir_ / "p.yaml",
+                      {"source: {file: a, topic: b, key: k}", "sink: {stdout: true}"});
+  CommandResult r = Weir({"run", dir_ / "p.yaml", "--data-dir", data()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(
+      r.err.find("source: expected exactly one of file, topic, generator, nexmark, jetstream"),
+      std::string::npos)
+      << r.err;
+}
+
+TEST_F(Cli, ANexmarkSourceRunsTheBenchmarksEvents) {
+  // 5000 events: 100 people, 300 auctions and 4600 bids (1 : 3 : 46 of every 50).
+  testing::WriteLines(dir_ / "p.yaml",
+                      {"name: nexmark", "source: {nexmark: {partitions: 2, events: 5000}}",
+                       "steps:", "  - filter: {field: type, eq: bid}",
+                       "  - select: [auction, price]", "sink: {file: bids.jsonl}"});
+  CommandResult r = Weir({"run", dir_ / "p.yaml", "--data-dir", data()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("5000 records in, 4600 out"), std::string::npos) << r.err;
+  EXPECT_EQ(testing::ReadLines(dir_ / "bids.jsonl").size(), 4600u);
+}
+
 // A server that cannot listen fails at start with one line naming the address: a malformed one
 // is bad configuration (2), one in use is not (1).
 TEST_F(Cli, AServerThatCannotListenSaysWhereAndExits) {

@@ -1,4 +1,4 @@
-#include "nats/jetstream_source.h"
+#include "connectors/nats/jetstream_source.h"
 
 #include <gtest/gtest.h>
 

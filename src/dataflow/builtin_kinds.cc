@@ -1,0 +1,24 @@
+#include "dataflow/builtin_kinds.h"
+
+namespace weir::dataflow {
+
+KindRegistry BuiltinKinds() {
+  KindRegistry kinds;
+  RegisterFileSource(kinds);
+  RegisterTopicSource(kinds);
+  RegisterGeneratorSource(kinds);
+  RegisterFilter(kinds);
+  RegisterMap(kinds);
+  RegisterGroupBy(kinds);
+  RegisterAggregate(kinds);
+  RegisterWindow(kinds);
+  RegisterJoin(kinds);
+  RegisterIntervalJoin(kinds);
+  RegisterAsOfJoin(kinds);
+  RegisterFileSink(kinds);
+  RegisterTopicSink(kinds);
+  RegisterStdoutSink(kinds);
+  return kinds;
+}
+
+}  // namespace weir::dataflow
