@@ -19,10 +19,54 @@ auto Guard(F&& f, T fallback) noexcept -> decltype(f()) {
   }
 }
 
+// The offset of the first byte of `text` that is not part of well-formed UTF-8 (RFC 3629: no
+// overlong forms, no surrogates, nothing above U+10FFFF), or npos.
+size_t FirstInvalidUtf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    size_t length;
+    unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      length = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      length = 3;
+      if (c == 0xE0) low = 0xA0;
+      if (c == 0xED) high = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      length = 4;
+      if (c == 0xF0) low = 0x90;
+      if (c == 0xF4) high = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + length > text.size()) return i;
+    for (size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if (next < (k == 1 ? low : 0x80) || next > (k == 1 ? high : 0xBF)) return i;
+    }
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 Result<ConfigNode> ConfigNode::Parse(std::string_view text, std::string file_name) {
   auto file = std::make_shared<const std::string>(std::move(file_name));
+  // YAML is Unicode text; names and values from it end up in JSON (the definition a checkpoint
+  // records, records' fields), which must be UTF-8.
+  if (size_t bad = FirstInvalidUtf8(text); bad != std::string_view::npos) {
+    const size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    const int64_t line = std::count(text.begin(), text.begin() + bad, '\n') + 1;
+    const size_t column = bad - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+    return Status::InvalidArgument(*file + ": not valid YAML: not UTF-8 text (line " +
+                                   std::to_string(line) + ", column " + std::to_string(column) +
+                                   ")");
+  }
   try {
     auto root = std::make_shared<const YAML::Node>(YAML::Load(std::string(text)));
     return ConfigNode(std::move(root), "", std::move(file));

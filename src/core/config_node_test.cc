@@ -19,6 +19,17 @@ TEST(ConfigNode, MalformedYamlIsAnErrorWithTheLine) {
   EXPECT_NE(node.status().message().find("(line "), std::string::npos);
 }
 
+TEST(ConfigNode, TextThatIsNotUtf8IsRefusedWithItsPlace) {
+  for (std::string bad : {"a: 1\nb: x\xff\n", "a: 1\nb: x\xc0\xaf\n", "a: 1\nb: x\xed\xa0\x80\n",
+                          "a: 1\nb: x\xe2\x82\n"}) {
+    auto node = ConfigNode::Parse(bad, "p.yaml");
+    ASSERT_FALSE(node.ok());
+    EXPECT_EQ(node.status().message(), "p.yaml: not valid YAML: not UTF-8 text (line 2, column 5)");
+  }
+  EXPECT_TRUE(
+      ConfigNode::Parse("name: caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\n", "p.yaml").ok());
+}
+
 TEST(ConfigNode, AKeyThatIsAListIsAnErrorAtThatKeyNotAnException) {
   ConfigNode top = Parse("source: x\n? [a, b]\n: 1\n");
   auto members = top.Members();

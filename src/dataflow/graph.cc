@@ -108,6 +108,7 @@ std::optional<std::string> FixedOptionChange(const Value& recorded, const Value&
 }  // namespace
 
 std::optional<std::string> DefinitionChange(std::string_view recorded, std::string_view current) {
+  if (recorded == current) return std::nullopt;
   auto old_steps = Value::Parse(recorded);
   auto new_steps = Value::Parse(current);
   if (!old_steps.ok() || !old_steps->is_array() || !new_steps.ok() || !new_steps->is_array()) {
