@@ -3,34 +3,31 @@
 //   <dir>/LOCK           flock()ed by the process using the directory; holds its pid
 //   <dir>/log/           the embedded log (log/)
 //   <dir>/apps/<name>/   an application's checkpoint manifest and task state (app/)
+//
+// Files in it are written with core/files.h (ReplaceFileAtomically, ReadFile).
 #pragma once
 
 #include <filesystem>
 #include <memory>
 
+#include "core/files.h"
 #include "weir/status.h"
 
 namespace weir::app {
 
+// The process's hold on a data directory (a DirectoryLock that names the holder's pid).
 class DataDirLock {
  public:
-  // Creates the directory if needed and locks it. kFailedPrecondition "data directory X is in
-  // use by another process (pid N)" if another process holds it; kIOError/kResourceExhausted
-  // naming the path if it cannot be created or written.
+  // Creates the directory if needed and locks it. kUnavailable "data directory X is in use by
+  // another process (pid N); stop it or choose another --data-dir" if another process (or
+  // another DataDirLock of this one) holds it; kIOError/kResourceExhausted naming the path if
+  // it cannot be created or written.
   static Result<std::unique_ptr<DataDirLock>> Acquire(const std::filesystem::path& dir);
-  ~DataDirLock();
-  const std::filesystem::path& dir() const { return dir_; }
+  const std::filesystem::path& dir() const { return lock_.dir(); }
 
  private:
-  DataDirLock(std::filesystem::path dir, int fd) : dir_(std::move(dir)), fd_(fd) {}
-  std::filesystem::path dir_;
-  int fd_;
+  explicit DataDirLock(DirectoryLock lock) : lock_(std::move(lock)) {}
+  DirectoryLock lock_;
 };
-
-// Writes `contents` to `path` atomically: a temporary file, fsync, rename, fsync of the
-// directory. Either the old or the new contents survive a crash, never a mix.
-Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents);
-// The whole file; kNotFound if it does not exist.
-Result<std::string> ReadFile(const std::filesystem::path& path);
 
 }  // namespace weir::app

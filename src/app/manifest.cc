@@ -1,6 +1,6 @@
 #include "app/manifest.h"
 
-#include "app/data_dir.h"
+#include "core/files.h"
 #include "weir/value.h"
 
 namespace weir::app {
@@ -69,7 +69,7 @@ Result<std::optional<CheckpointManifest>> LoadManifest(const std::filesystem::pa
 }
 
 Status SaveManifest(const std::filesystem::path& app_dir, const CheckpointManifest& manifest) {
-  return WriteFileAtomically(app_dir / kManifestFile, manifest.ToJson());
+  return ReplaceFileAtomically(app_dir / kManifestFile, manifest.ToJson());
 }
 
 }  // namespace weir::app

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "app/data_dir.h"
 #include "app/testing.h"
+#include "core/files.h"
 
 namespace weir::app {
 namespace {
@@ -34,7 +34,7 @@ TEST(Manifest, NoManifestMeansAFreshApplication) {
 
 TEST(Manifest, ADamagedManifestIsCorruptionNamingTheFile) {
   weir::testing::TempDir dir;
-  ASSERT_TRUE(WriteFileAtomically(dir.path() / "manifest.json", R"({"checkpoint": "x"})").ok());
+  ASSERT_TRUE(ReplaceFileAtomically(dir.path() / "manifest.json", R"({"checkpoint": "x"})").ok());
   auto loaded = LoadManifest(dir.path());
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.status().code(), StatusCode::kCorruption);

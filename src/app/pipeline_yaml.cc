@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <map>
 
-#include "app/data_dir.h"
 #include "core/config_node.h"
+#include "core/files.h"
 #include "dataflow/builtin_kinds.h"
 #include "dataflow/graph.h"
 

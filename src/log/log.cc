@@ -1,7 +1,6 @@
 #include "log/log.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <limits>
 
 #include "core/coding.h"
+#include "core/names.h"
 #include "log/partition_state.h"
 #include "weir/value.h"
 
@@ -32,20 +32,6 @@ constexpr int64_t kKeepVisible = std::numeric_limits<int64_t>::min();
 
 int64_t NowMs(std::chrono::system_clock::time_point now = std::chrono::system_clock::now()) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-}
-
-Status ValidateTopicName(const std::string& name) {
-  auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument("invalid topic name '" + name + "': " + why);
-  };
-  if (name.empty() || name.size() > 200) return bad("must be 1 to 200 characters");
-  if (name == "." || name == "..") return bad("'.' and '..' are reserved");
-  for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    if (!ok) return bad("only letters, digits, '.', '_' and '-' are allowed");
-  }
-  return Status::OK();
 }
 
 bool HasSuffix(std::string_view s, std::string_view suffix) {
@@ -178,7 +164,7 @@ Status Partition::State::Materialize(const fs::path& dir) {
   const int fd = ::open(first.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return FileError(errno, "creating segment", first);
   ::close(fd);
-  return SyncDir(dir);
+  return SyncDirectory(dir);
 }
 
 Status Partition::State::Open(bool is_transactional) {
@@ -225,7 +211,7 @@ Status Partition::State::Open(bool is_transactional) {
   int64_t visible = end;
   if (is_transactional) {
     visible = first;
-    auto committed = ReadWholeFile(dir / kCommittedFile);
+    auto committed = ReadFile(dir / kCommittedFile);
     if (committed.ok()) {
       if (committed->size() != 8) {
         return Status::Corruption((dir / kCommittedFile).string() + " is not 8 bytes long");
@@ -333,7 +319,7 @@ Status Partition::State::WriteCommittedFile(int64_t end) const {
   coding::PutFixed64(bytes, static_cast<uint64_t>(end));
   // No fsync: a committed file that a crash leaves stale is lower than the truth, and the owner
   // publishes again from its checkpoint on recovery.
-  return WriteFileAtomically(dir / kCommittedFile, bytes, /*durable=*/false).WithContext(Where());
+  return ReplaceFileAtomically(dir / kCommittedFile, bytes, {.sync = false}).WithContext(Where());
 }
 
 Status Partition::State::ReportFailure() {
@@ -472,7 +458,7 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
         ::fdatasync(it->segment->fd());
       }
     }
-    if (unlinked) (void)SyncDir(dir);
+    if (unlinked) (void)SyncDirectory(dir);
     {
       std::lock_guard lk(append_mu);
       std::string message = Where() + ": " + status.message() + "; records from offset " +
@@ -795,7 +781,7 @@ Status Partition::TruncateTo(Offset end_offset, std::string_view owner) {
   }
   if (::ftruncate(segment->fd(), cut) != 0) return FileError(errno, "truncating", segment->path());
   WEIR_RETURN_IF_ERROR(SyncFile(segment->fd(), segment->path()));
-  if (!dropped.empty()) WEIR_RETURN_IF_ERROR(SyncDir(st.dir));
+  if (!dropped.empty()) WEIR_RETURN_IF_ERROR(SyncDirectory(st.dir));
   {
     std::lock_guard lk(st.index_mu);
     segment->TrimIndex(cut, end);
@@ -899,8 +885,7 @@ Status Topic::ClaimForTransactions(std::string_view owner) {
   }
   // topic.json last: until it names the owner, a reopen sees a plain topic, whose committed
   // files are ignored.
-  Status s = WriteFileAtomically(dir_ / kTopicFile, EncodeTopicJson(config_, std::string(owner)),
-                                 /*durable=*/true);
+  Status s = ReplaceFileAtomically(dir_ / kTopicFile, EncodeTopicJson(config_, std::string(owner)));
   if (!s.ok()) {
     revert(partitions_.size());
     return s.WithContext("claiming topic '" + name_ + "'");
@@ -927,20 +912,11 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(LogOptions options) {
   if (options.retention_check_interval.count() <= 0) {
     return Status::InvalidArgument("LogOptions.retention_check_interval must be positive");
   }
-  std::error_code ec;
-  fs::create_directories(options.dir, ec);
-  if (ec) return FileError(ec.value(), "creating log directory", options.dir);
-
   std::unique_ptr<LogStore> store(new LogStore(options));
-  const fs::path lock_path = options.dir / "LOCK";
-  store->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (store->lock_fd_ < 0) return FileError(errno, "opening", lock_path);
-  if (::flock(store->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    return Status::Unavailable("log directory " + options.dir.string() +
-                               " is in use by another LogStore (" + lock_path.string() +
-                               " is locked)");
-  }
+  WEIR_ASSIGN_OR_RETURN(store->lock_,
+                        DirectoryLock::Acquire(options.dir, {.what = "log directory"}));
 
+  std::error_code ec;
   std::vector<std::string> names;
   for (fs::directory_iterator it(options.dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (!it->is_directory()) continue;
@@ -950,7 +926,8 @@ Result<std::unique_ptr<LogStore>> LogStore::Open(LogOptions options) {
       if (ec) return FileError(ec.value(), "removing", it->path());
       continue;
     }
-    if (ValidateTopicName(name).ok() && fs::exists(it->path() / kTopicFile)) names.push_back(name);
+    if (CheckName(name, "topic name").ok() && fs::exists(it->path() / kTopicFile))
+      names.push_back(name);
   }
   if (ec) return FileError(ec.value(), "listing log directory", options.dir);
   for (const std::string& name : names) {
@@ -983,12 +960,11 @@ LogStore::~LogStore() {
       std::fprintf(stderr, "weir log: flush at close failed: %s\n", s.ToString().c_str());
     }
   }
-  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 Result<std::unique_ptr<Topic>> LogStore::LoadTopic(const std::string& name) {
   const fs::path dir = options_.dir / name;
-  WEIR_ASSIGN_OR_RETURN(std::string json, ReadWholeFile(dir / kTopicFile));
+  WEIR_ASSIGN_OR_RETURN(std::string json, ReadFile(dir / kTopicFile));
   TopicConfig config;
   std::string owner;
   WEIR_RETURN_IF_ERROR(DecodeTopicJson(dir / kTopicFile, json, config, owner));
@@ -1028,9 +1004,9 @@ Result<Topic*> LogStore::CreateTopicLocked(const std::string& name, const TopicC
   for (int32_t p = 0; p < config.partitions && s.ok(); ++p) {
     s = Partition::State::Materialize(tmp / std::to_string(p));
   }
-  if (s.ok()) s = WriteFileAtomically(tmp / kTopicFile, EncodeTopicJson(config, ""), true);
+  if (s.ok()) s = ReplaceFileAtomically(tmp / kTopicFile, EncodeTopicJson(config, ""));
   if (s.ok() && ::rename(tmp.c_str(), dir.c_str()) != 0) s = FileError(errno, "renaming", tmp);
-  if (s.ok()) s = SyncDir(options_.dir);
+  if (s.ok()) s = SyncDirectory(options_.dir);
   if (!s.ok()) {
     fs::remove_all(tmp, ec);
     return s.WithContext("creating topic '" + name + "'");
@@ -1040,14 +1016,14 @@ Result<Topic*> LogStore::CreateTopicLocked(const std::string& name, const TopicC
 }
 
 Result<Topic*> LogStore::CreateTopic(const std::string& name, const TopicConfig& config) {
-  WEIR_RETURN_IF_ERROR(ValidateTopicName(name));
+  WEIR_RETURN_IF_ERROR(CheckName(name, "topic name"));
   std::lock_guard lk(mu_);
   if (topics_.count(name) > 0) return Status::AlreadyExists("topic '" + name + "' already exists");
   return CreateTopicLocked(name, config);
 }
 
 Result<Topic*> LogStore::GetOrCreateTopic(const std::string& name, const TopicConfig& config) {
-  WEIR_RETURN_IF_ERROR(ValidateTopicName(name));
+  WEIR_RETURN_IF_ERROR(CheckName(name, "topic name"));
   std::lock_guard lk(mu_);
   auto it = topics_.find(name);
   if (it != topics_.end()) return it->second.get();
@@ -1083,7 +1059,7 @@ Status LogStore::DeleteTopic(const std::string& name) {
   if (::rename((options_.dir / name).c_str(), tomb.c_str()) != 0) {
     return FileError(errno, "renaming", options_.dir / name);
   }
-  WEIR_RETURN_IF_ERROR(SyncDir(options_.dir));
+  WEIR_RETURN_IF_ERROR(SyncDirectory(options_.dir));
   for (auto& p : topic->partitions_) {
     Partition::State& st = *p->state_;
     std::lock_guard io(st.io_mu);

@@ -52,6 +52,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/files.h"
 #include "log/record_format.h"
 #include "weir/key.h"
 #include "weir/status.h"
@@ -316,7 +317,7 @@ class LogStore {
   std::vector<Partition*> live_;  // guarded by live_mu_
   // Deleted topics: callers may still hold their Topic* or Partition&. Guarded by mu_.
   std::vector<std::unique_ptr<Topic>> retired_;
-  int lock_fd_ = -1;                       // flock on <dir>/LOCK: one LogStore per directory
+  std::optional<DirectoryLock> lock_;      // one LogStore per directory
   std::unique_ptr<ChunkPool> chunk_pool_;  // pending-record buffers, reused across partitions
   friend class Partition;
 };

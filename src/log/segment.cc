@@ -15,14 +15,6 @@
 namespace weir::log {
 namespace fs = std::filesystem;
 
-Status FileError(int err, std::string_view op, const fs::path& path) {
-  std::string what = std::string(op) + " " + path.string();
-  if (err == EFBIG) {
-    return Status::ResourceExhausted(what + ": " + std::strerror(err) + " (file size limit)");
-  }
-  return Status::FromErrno(err, what);
-}
-
 Status WriteAt(int fd, std::span<const iovec> iov_in, int64_t pos, const fs::path& path) {
   std::vector<iovec> iov(iov_in.begin(), iov_in.end());
   size_t first = 0;
@@ -64,53 +56,6 @@ Result<size_t> ReadAt(int fd, char* buf, size_t n, int64_t pos, const fs::path& 
 Status SyncFile(int fd, const fs::path& path) {
   if (::fdatasync(fd) != 0) return FileError(errno, "fsyncing", path);
   return Status::OK();
-}
-
-Status SyncDir(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return FileError(errno, "opening directory", dir);
-  Status s;
-  if (::fsync(fd) != 0) s = FileError(errno, "fsyncing directory", dir);
-  ::close(fd);
-  return s;
-}
-
-Status WriteFileAtomically(const fs::path& path, std::string_view contents, bool durable) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return FileError(errno, "creating", tmp);
-  iovec iov{const_cast<char*>(contents.data()), contents.size()};
-  Status s = WriteAt(fd, {&iov, 1}, 0, tmp);
-  if (s.ok() && durable) s = SyncFile(fd, tmp);
-  ::close(fd);
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = FileError(errno, "renaming", tmp);
-  if (!s.ok()) {
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  return durable ? SyncDir(path.parent_path()) : Status::OK();
-}
-
-Result<std::string> ReadWholeFile(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return FileError(errno, "opening", path);
-  std::string out;
-  char buf[8192];
-  Status s;
-  for (int64_t pos = 0;;) {
-    auto got = ReadAt(fd, buf, sizeof(buf), pos, path);
-    if (!got.ok()) {
-      s = got.status();
-      break;
-    }
-    if (*got == 0) break;
-    out.append(buf, *got);
-    pos += static_cast<int64_t>(*got);
-  }
-  ::close(fd);
-  if (!s.ok()) return s;
-  return out;
 }
 
 bool BatchHeader::Parse(const char* p, BatchHeader& out) {
@@ -175,7 +120,7 @@ Result<std::shared_ptr<Segment>> Segment::Create(const fs::path& dir, int64_t ba
   if (fd < 0) return FileError(errno, "creating segment", path);
   std::shared_ptr<Segment> segment(new Segment(path, fd, base_offset));
   // Without this a crash could lose the file, and with it batches fsynced into it.
-  Status s = SyncDir(dir);
+  Status s = SyncDirectory(dir);
   if (!s.ok()) {
     ::unlink(path.c_str());
     return s;

@@ -1,4 +1,5 @@
-// Segment files of the embedded log, and the file helpers the log shares. Internal to log/.
+// Segment files of the embedded log, and the positioned I/O the log shares (whole-file helpers
+// are core/files.h). Internal to log/.
 //
 // A Segment is one `<base offset>.log` file of a partition: batches back to back (format in
 // record_format.h), plus an in-memory sparse index of them. The index has an entry for the
@@ -24,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/files.h"
 #include "log/record_format.h"
 #include "weir/status.h"
 
@@ -31,22 +33,11 @@ namespace weir::log {
 
 inline constexpr int64_t kIndexIntervalBytes = 4096;
 
-// A failed system call as a Status naming the operation and the file. ENOSPC/EDQUOT and EFBIG
-// (RLIMIT_FSIZE, "file size limit") are kResourceExhausted: the log is full, not broken.
-Status FileError(int err, std::string_view op, const std::filesystem::path& path);
-
 // pwritev of all of `iov` at `pos`, retrying short writes and EINTR.
 Status WriteAt(int fd, std::span<const iovec> iov, int64_t pos, const std::filesystem::path& path);
 // Reads up to `n` bytes at `pos`; fewer only at the end of the file. Returns the count.
 Result<size_t> ReadAt(int fd, char* buf, size_t n, int64_t pos, const std::filesystem::path& path);
 Status SyncFile(int fd, const std::filesystem::path& path);
-Status SyncDir(const std::filesystem::path& dir);
-// Writes `contents` to `path` through a temporary file and a rename, so a reader (or a crash)
-// sees the old file or the new one, never a mix. With `durable`, the file and the directory are
-// fsynced before it returns.
-Status WriteFileAtomically(const std::filesystem::path& path, std::string_view contents,
-                           bool durable);
-Result<std::string> ReadWholeFile(const std::filesystem::path& path);
 
 // The fixed-size header in front of every batch (record_format.h).
 struct BatchHeader {
