@@ -16,12 +16,12 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/websocket.hpp>
-#include <charconv>
 #include <random>
 #include <utility>  // Before Asio: Boost 1.74 with GCC 12 in C++20 needs std::exchange early.
 
 #include "client/cursor_file.h"
 #include "client/stream_url.h"
+#include "stream_protocol/stream_protocol.h"
 #include "weir/value.h"
 
 namespace weir {
@@ -45,49 +45,36 @@ struct Ending {
   Status status;
 };
 
-// The close codes of src/serve/README.md. A refusal is final; losing the connection (too_slow,
-// shutdown, a moment of overload, a server error) is worth a reconnection.
+// What a close code means for the subscription (src/serve/README.md). A refusal is final; losing
+// the connection (too_slow, shutdown, a moment of overload, a server error) is worth a
+// reconnection.
 Ending EndingOfClose(uint16_t code, const std::string& what) {
-  switch (code) {
-    case 4400:
+  using stream_protocol::CloseCode;
+  switch (static_cast<CloseCode>(code)) {
+    case CloseCode::kBadRequest:
       return {false, Status::InvalidArgument(what)};
-    case 4401:
+    case CloseCode::kUnauthorized:
       return {false, Status::FailedPrecondition(what)};
-    case 4404:
+    case CloseCode::kNotFound:
       return {false, Status::NotFound(what)};
-    case 4204:  // empty
-    case 4410:  // evicted
-    case 4413:  // too_old
-    case 4416:  // ahead
+    case CloseCode::kEmpty:
+    case CloseCode::kEvicted:
+    case CloseCode::kTooOld:
+    case CloseCode::kAhead:
       return {false, Status::OutOfRange(what)};
-    case 4408:  // too_slow
-    case 4429:  // too_many_subscribers
-    case 1000:
-    case 1001:  // shutdown
-    case 1006:
-    case 1011:
-    case 1012:
-    case 1013:
-    case 1014:
+    case CloseCode::kTooSlow:
+    case CloseCode::kTooManySubscribers:
+    case CloseCode::kNormal:
+    case CloseCode::kGoingAway:
+    case CloseCode::kAbnormal:
+    case CloseCode::kServerError:
+    case CloseCode::kServiceRestart:
+    case CloseCode::kTryAgainLater:
+    case CloseCode::kBadGateway:
       return {true, Status::Unavailable(what)};
     default:
       return {false, Status::Internal(what)};
   }
-}
-
-// "[OFFSET,MESSAGE]" -> OFFSET and a view of MESSAGE, or false.
-bool ParseMessageFrame(std::string_view frame, int64_t* offset, std::string_view* message) {
-  if (frame.size() < 4 || frame.front() != '[' || frame.back() != ']') return false;
-  size_t comma = frame.find(',');
-  if (comma == std::string_view::npos || comma < 2 || comma > 20) return false;
-  std::string_view digits = frame.substr(1, comma - 1);
-  for (char c : digits) {
-    if (c < '0' || c > '9') return false;
-  }
-  auto r = std::from_chars(digits.data(), digits.data() + digits.size(), *offset);
-  if (r.ec != std::errc() || r.ptr != digits.data() + digits.size()) return false;
-  *message = frame.substr(comma + 1, frame.size() - comma - 2);
-  return true;
 }
 
 std::string Quote(std::string_view text) {
@@ -241,45 +228,25 @@ struct Subscription::Impl {
                                 " " + std::string(why));
     };
     if (!ws->got_text()) return bad("is a binary frame");
-    auto json = Value::Parse(text);
-    if (!json.ok()) return bad("is not JSON: " + json.status().message());
-    auto int_member = [&](std::string_view name, int64_t* out) {
-      const Value* v = json->Find(name);
-      if (v == nullptr || !v->is_int() || v->as_int() < 0) return false;
-      *out = v->as_int();
-      return true;
-    };
-    const Value* type = json->Find("type");
-    if (type == nullptr || !type->is_string() || type->as_string() != "greeting") {
-      return bad("is not {\"type\":\"greeting\",...}");
-    }
-    const Value* topic = json->Find("topic");
-    int64_t partition, first, next, start_offset;
-    if (topic == nullptr || !topic->is_string() || !int_member("partition", &partition) ||
-        !int_member("first", &first) || !int_member("next", &next) ||
-        !int_member("start", &start_offset)) {
-      return bad("lacks topic, partition, first, next or start");
-    }
-    if (topic->as_string() != url.topic || partition != url.partition) {
+    auto parsed = stream_protocol::ParseGreeting(text);
+    if (!parsed.ok()) return bad(parsed.status().message());
+    if (parsed->topic != url.topic || parsed->partition != url.partition) {
       return bad("is for another topic or partition");
-    }
-    if (first > next || start_offset < first || start_offset > next) {
-      return bad("has start outside first..next");
     }
     const int64_t asked = expected >= 0                            ? expected
                           : start.kind == StartPosition::Kind::kAt ? start.offset
                                                                    : -1;
-    if (asked >= 0 && start_offset != asked) {
-      return bad("starts at " + std::to_string(start_offset) + ", not at the offset asked for, " +
+    if (asked >= 0 && parsed->start != asked) {
+      return bad("starts at " + std::to_string(parsed->start) + ", not at the offset asked for, " +
                  std::to_string(asked));
     }
-    greeting.topic = topic->as_string();
-    greeting.partition = PartitionId(static_cast<int32_t>(partition));
-    greeting.first = Offset(first);
-    greeting.next = Offset(next);
-    greeting.start = Offset(start_offset);
-    int_member("max_replay", &greeting.max_replay);
-    int_member("max_backlog", &greeting.max_backlog);
+    greeting.topic = std::move(parsed->topic);
+    greeting.partition = PartitionId(static_cast<int32_t>(parsed->partition));
+    greeting.first = Offset(parsed->first);
+    greeting.next = Offset(parsed->next);
+    greeting.start = Offset(parsed->start);
+    greeting.max_replay = parsed->max_replay;
+    greeting.max_backlog = parsed->max_backlog;
     return Status::OK();
   }
 
@@ -293,13 +260,14 @@ struct Subscription::Impl {
       reading = false;
       if (ec) return ReadFailed("reading", ec);
       std::string_view frame(static_cast<const char*>(buffer.cdata().data()), buffer.size());
-      int64_t offset;
-      std::string_view message;
-      if (!ws->got_text() || !ParseMessageFrame(frame, &offset, &message)) {
+      std::optional<stream_protocol::StreamMessage> message;
+      if (ws->got_text()) message = stream_protocol::ParseMessagePayload(frame);
+      if (!message) {
         return End(
             {false, Status::Corruption("subscription to " + Where() +
                                        ": a frame that is not [OFFSET,MESSAGE]: " + Quote(frame))});
       }
+      const int64_t offset = message->offset;
       if (offset != expected) {
         std::string what = offset > expected
                                ? "a gap: " + std::to_string(offset - expected) + " missing"
@@ -310,7 +278,7 @@ struct Subscription::Impl {
                                        std::to_string(offset) + " (" + what + ")")});
       }
       ++expected;
-      ready = SubscriptionMessage{Offset(offset), std::string(message)};
+      ready = SubscriptionMessage{Offset(offset), std::string(message->value)};
     });
   }
 
@@ -481,7 +449,7 @@ struct Subscription::Impl {
     if (polite) {
       // A pending read sees the server's echo and ends with `closed`; its handler is stale.
       close_done = false;
-      ws->async_close(websocket::close_code::normal,
+      ws->async_close(static_cast<uint16_t>(stream_protocol::CloseCode::kNormal),
                       [this](beast::error_code) { close_done = true; });
       const Clock::time_point until = Clock::now() + kCloseWait;
       while (!close_done && Clock::now() < until) {

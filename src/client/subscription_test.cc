@@ -383,7 +383,7 @@ class ScriptedPeer {
   }
   static std::string Close(uint16_t code, std::string_view reason) {
     std::string out;
-    serve::AppendCloseFrame(out, code, reason);
+    serve::AppendCloseFrame(out, static_cast<serve::CloseCode>(code), reason);
     return out;
   }
 

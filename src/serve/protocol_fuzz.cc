@@ -1,10 +1,13 @@
 // Fuzz target for everything serve/ decodes from outside bytes: request targets, publish bodies
-// and client WebSocket frames. Built as a libFuzzer target with WEIR_FUZZ and, always, as
-// serve_protocol_fuzz_replay (testing/fuzz_replay_main.cc): a ctest that runs the target over the
-// seed corpus and deterministic mutations of it, so every compiler exercises the invariants.
+// and client WebSocket frames; and for what the client decodes from a server: the stream
+// protocol's greeting and data frames (stream_protocol/). Built as a libFuzzer target with
+// WEIR_FUZZ and, always, as serve_protocol_fuzz_replay (testing/fuzz_replay_main.cc): a ctest that
+// runs the target over the seed corpus and deterministic mutations of it, so every compiler
+// exercises the invariants.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +15,7 @@
 #include "serve/masked_frame_for_test.h"
 #include "serve/request.h"
 #include "serve/websocket_frame.h"
+#include "stream_protocol/stream_protocol.h"
 
 namespace weir::serve {
 namespace {
@@ -65,7 +69,7 @@ void CheckBody(std::string_view body) {
 
 struct Outcome {
   std::vector<ClientMessage> messages;
-  uint16_t error_code = 0;
+  std::optional<CloseCode> error_code;
 };
 
 // Feeds `parts` one after the other, taking every message as it completes.
@@ -98,8 +102,9 @@ void CheckFrames(std::string_view bytes) {
   const Outcome halves = ParseFrames(max, {bytes.substr(0, split), bytes.substr(split)});
   Require(whole.error_code == halves.error_code, "split does not change the error");
   Require(whole.messages.size() == halves.messages.size(), "split does not change the messages");
-  Require(whole.error_code == 0 || whole.error_code == 1002 || whole.error_code == 1007 ||
-              whole.error_code == 1009,
+  Require(!whole.error_code || whole.error_code == CloseCode::kProtocolError ||
+              whole.error_code == CloseCode::kInvalidPayload ||
+              whole.error_code == CloseCode::kTooBig,
           "error codes");
 
   for (size_t i = 0; i < whole.messages.size(); ++i) {
@@ -134,7 +139,7 @@ void CheckFrames(std::string_view bytes) {
     frame += ping;
     testing::AppendMaskedFrame(frame, 0x0, std::string_view(m.payload).substr(cut), mask);
     const Outcome again = ParseFrames(max, {frame});
-    Require(again.error_code == 0 && again.messages.size() == 2, "re-encoded text parses");
+    Require(!again.error_code && again.messages.size() == 2, "re-encoded text parses");
     Require(again.messages[1].opcode == Opcode::kText && again.messages[1].payload == m.payload,
             "re-encoded text is the same");
   }
@@ -142,7 +147,29 @@ void CheckFrames(std::string_view bytes) {
   // The server's own frames, unmasked, are refused; masked they round-trip.
   std::string server_frame;
   AppendMessageFrame(server_frame, static_cast<int64_t>(bytes.size()), bytes.substr(0, 64));
-  Require(ParseFrames(max, {server_frame}).error_code == 1002, "unmasked frames are refused");
+  Require(ParseFrames(max, {server_frame}).error_code == CloseCode::kProtocolError,
+          "unmasked frames are refused");
+}
+
+// A greeting or data frame that parses is written back as itself (the greeting as its canonical
+// JSON, which parses to the same greeting).
+void CheckStreamProtocol(std::string_view payload) {
+  if (auto message = stream_protocol::ParseMessagePayload(payload)) {
+    Require(message->offset >= 0, "offset >= 0");
+    std::string again;
+    stream_protocol::AppendMessagePayload(again, message->offset, message->value);
+    Require(again.size() == stream_protocol::MessagePayloadSize(message->offset, message->value),
+            "payload size");
+    Require(again == payload || payload.substr(1).starts_with('0'),
+            "a data frame is written back as itself (but for leading zeros)");
+  }
+  auto greeting = stream_protocol::ParseGreeting(payload);
+  if (!greeting.ok()) return;
+  Require(greeting->first <= greeting->start && greeting->start <= greeting->next,
+          "start within first..next");
+  auto again = stream_protocol::ParseGreeting(stream_protocol::GreetingJson(*greeting));
+  Require(again.ok() && again->topic == greeting->topic && again->start == greeting->start,
+          "a greeting is written back as itself");
 }
 
 }  // namespace
@@ -153,5 +180,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   weir::serve::CheckTarget(bytes);
   weir::serve::CheckBody(bytes);
   weir::serve::CheckFrames(bytes);
+  weir::serve::CheckStreamProtocol(bytes);
   return 0;
 }

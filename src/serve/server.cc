@@ -25,6 +25,7 @@
 #include "log/record_format.h"
 #include "serve/request.h"
 #include "serve/websocket_frame.h"
+#include "stream_protocol/stream_protocol.h"
 #include "weir/value.h"
 
 namespace weir::serve {
@@ -34,6 +35,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
+using stream_protocol::CloseReason;
+using stream_protocol::GreetingJson;
 
 namespace {
 
@@ -64,16 +67,6 @@ EncodedBatch Encode(std::span<const log::StoredRecord> records) {
   return batch;
 }
 
-// A close reason: {"reason":"<reason>"<members>}.
-std::string Reason(std::string_view reason, std::string_view members = {}) {
-  std::string out = "{\"reason\":\"";
-  out += reason;
-  out += '"';
-  out += members;
-  out += '}';
-  return out;
-}
-
 std::string Member(std::string_view name, int64_t value) {
   return ",\"" + std::string(name) + "\":" + std::to_string(value);
 }
@@ -95,25 +88,6 @@ std::string HttpResponse(int status, std::string_view reason, std::string_view b
   out += body;
   return out;
 }
-
-// Close codes (README.md).
-enum CloseCode : uint16_t {
-  kGoingAway = 1001,
-  kUnsupportedData = 1003,
-  kTooBig = 1009,
-  kServerError = 1011,
-  kEmpty = 4204,
-  kBadRequest = 4400,
-  kUnauthorized = 4401,
-  kNotFound = 4404,
-  kTooSlow = 4408,
-  kNotWritable = 4409,
-  kEvicted = 4410,
-  kTooOld = 4413,
-  kAhead = 4416,
-  kCrossOrigin = 4403,
-  kTooManySubscribers = 4429,
-};
 
 bool TokenMatches(std::string_view given, std::string_view expected) {
   if (given.size() != expected.size()) return false;
@@ -241,7 +215,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void Shutdown() {
     if (websocket_) {
-      SendClose(kGoingAway, Reason("shutdown"));
+      SendClose(CloseCode::kGoingAway, CloseReason("shutdown"));
     } else {
       Destroy();
     }
@@ -316,8 +290,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
           ec == asio::error::operation_aborted || ec == asio::error::connection_reset) {
         Destroy();
       } else {
-        RefuseHttp(400, "Bad Request",
-                   Reason("bad_request", ",\"detail\":" + JsonString(ec.message())));
+        RefuseHttp(400, "Bad Request", CloseReason("bad_request", {{"detail", ec.message()}}));
       }
       return;
     }
@@ -327,10 +300,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const bool upgrade = beast::websocket::is_upgrade(request_);
     if (auto* error = std::get_if<TargetError>(&parsed)) {
       if (upgrade && Upgrade()) {
-        RefuseWebSocket(error->kind == TargetError::Kind::kNotFound ? kNotFound : kBadRequest,
+        RefuseWebSocket(error->kind == TargetError::Kind::kNotFound ? CloseCode::kNotFound
+                                                                    : CloseCode::kBadRequest,
                         error->kind == TargetError::Kind::kNotFound
-                            ? Reason("not_found", Member("partitions", 0))
-                            : Reason("bad_request", ",\"param\":" + JsonString(error->param)));
+                            ? CloseReason("not_found", {{"partitions", 0}})
+                            : CloseReason("bad_request", {{"param", error->param}}));
         TakeFrames();
       } else if (!upgrade) {
         const bool not_found = error->kind == TargetError::Kind::kNotFound;
@@ -467,12 +441,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   log::Partition* FindPartition() {
     auto topic = server_.log().GetTopic(target_.topic);
     if (!topic.ok()) {
-      RefuseWebSocket(kNotFound, Reason("not_found", Member("partitions", 0)));
+      RefuseWebSocket(CloseCode::kNotFound, CloseReason("not_found", {{"partitions", 0}}));
       return nullptr;
     }
     if (target_.partition >= (*topic)->num_partitions()) {
-      RefuseWebSocket(kNotFound,
-                      Reason("not_found", Member("partitions", (*topic)->num_partitions())));
+      RefuseWebSocket(CloseCode::kNotFound,
+                      CloseReason("not_found", {{"partitions", (*topic)->num_partitions()}}));
       return nullptr;
     }
     topic_ = *topic;
@@ -484,7 +458,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Subscribe() {
     mode_ = Mode::kSubscriber;
     if (!Authorized(server_.options().subscribe_token)) {
-      RefuseWebSocket(kUnauthorized, Reason("unauthorized"));
+      RefuseWebSocket(CloseCode::kUnauthorized, CloseReason("unauthorized"));
       return;
     }
     log::Partition* partition = FindPartition();
@@ -493,8 +467,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Feed& feed = server_.FeedFor(*partition);
     if (feed.subscribers >= options.max_subscribers) {
       if (feed.subscribers == 0) server_.ReleaseFeed(feed);
-      RefuseWebSocket(kTooManySubscribers,
-                      Reason("too_many_subscribers", Member("max", options.max_subscribers)));
+      RefuseWebSocket(CloseCode::kTooManySubscribers,
+                      CloseReason("too_many_subscribers", {{"max", options.max_subscribers}}));
       return;
     }
     // Counted from here, so that the poll (which may close slow subscribers) keeps the feed.
@@ -508,16 +482,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
       start = min_replay;
     } else if (target_.start.kind == StartOffset::Kind::kAt) {
       const int64_t n = target_.start.offset;
-      std::optional<std::pair<uint16_t, std::string>> refusal;
+      std::optional<std::pair<CloseCode, std::string>> refusal;
       if (first == next && n != next) {
-        refusal.emplace(kEmpty, Reason("empty", Member("offset", n) + Member("next", next)));
+        refusal.emplace(CloseCode::kEmpty, CloseReason("empty", {{"offset", n}, {"next", next}}));
       } else if (n > next) {
-        refusal.emplace(kAhead, Reason("ahead", Member("offset", n) + Member("next", next)));
+        refusal.emplace(CloseCode::kAhead, CloseReason("ahead", {{"offset", n}, {"next", next}}));
       } else if (n < first) {
-        refusal.emplace(kEvicted, Reason("evicted", Member("offset", n) + Member("first", first)));
+        refusal.emplace(CloseCode::kEvicted,
+                        CloseReason("evicted", {{"offset", n}, {"first", first}}));
       } else if (n < min_replay) {
-        refusal.emplace(kTooOld,
-                        Reason("too_old", Member("offset", n) + Member("min", min_replay)));
+        refusal.emplace(CloseCode::kTooOld,
+                        CloseReason("too_old", {{"offset", n}, {"min", min_replay}}));
       }
       if (refusal) {
         if (--feed.subscribers == 0) server_.ReleaseFeed(feed);
@@ -530,11 +505,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     ++server_.counters().subscribers;
     written_end_ = start;
     last_written_ = start - 1;
-    QueueFrame(Opcode::kText, "{\"type\":\"greeting\",\"topic\":" + JsonString(target_.topic) +
-                                  Member("partition", target_.partition) + Member("first", first) +
-                                  Member("next", next) + Member("start", start) +
-                                  Member("max_replay", options.max_replay) +
-                                  Member("max_backlog", options.max_backlog) + "}");
+    QueueFrame(Opcode::kText, GreetingJson({.topic = target_.topic,
+                                            .partition = target_.partition,
+                                            .first = first,
+                                            .next = next,
+                                            .start = start,
+                                            .max_replay = options.max_replay,
+                                            .max_backlog = options.max_backlog}));
     if (start == feed.head) {
       JoinLive();
     } else {
@@ -581,10 +558,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
             if (any) break;  // what is taken goes out first; the error comes with the next take
             const bool evicted = records.status().code() == StatusCode::kOutOfRange;
             const int64_t first = feed_->partition.FirstOffset().value();
-            SendClose(
-                evicted ? kEvicted : kServerError,
-                evicted ? Reason("evicted", Member("offset", written_end_) + Member("first", first))
-                        : Reason("storage"));
+            SendClose(evicted ? CloseCode::kEvicted : CloseCode::kServerError,
+                      evicted ? CloseReason("evicted", {{"offset", written_end_}, {"first", first}})
+                              : CloseReason("storage"));
             return false;
           }
           auto span = *records;
@@ -620,7 +596,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   log::Partition* PublishPartition() {
     if (server_.options().publish_token.empty() && CrossOrigin()) {
       if (websocket_) {
-        RefuseWebSocket(kCrossOrigin, Reason("cross_origin"));
+        RefuseWebSocket(CloseCode::kCrossOrigin, CloseReason("cross_origin"));
       } else {
         RefuseHttp(403, "Forbidden", R"({"error":"cross_origin"})");
       }
@@ -628,7 +604,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     if (!Authorized(server_.options().publish_token)) {
       if (websocket_) {
-        RefuseWebSocket(kUnauthorized, Reason("unauthorized"));
+        RefuseWebSocket(CloseCode::kUnauthorized, CloseReason("unauthorized"));
       } else {
         RefuseHttp(401, "Unauthorized", R"({"error":"unauthorized"})");
       }
@@ -648,7 +624,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     if (partition && !topic_->owner().empty()) {
       if (websocket_) {
-        RefuseWebSocket(kNotWritable, Reason("not_writable"));
+        RefuseWebSocket(CloseCode::kNotWritable, CloseReason("not_writable"));
       } else {
         RefuseHttp(409, "Conflict", R"({"error":"not_writable"})");
       }
@@ -745,13 +721,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
         protocol_error_ = true;
         if (close_sent_ && !writing_) {
           EndSending();
-        } else if (frames_.error_code() == kTooBig) {
-          SendClose(kTooBig,
-                    Reason("too_big",
-                           Member("max", static_cast<int64_t>(server_.options().max_frame_bytes))));
+        } else if (frames_.error_code() == CloseCode::kTooBig) {
+          SendClose(
+              CloseCode::kTooBig,
+              CloseReason("too_big",
+                          {{"max", static_cast<int64_t>(server_.options().max_frame_bytes)}}));
         } else {
           SendClose(frames_.error_code(),
-                    Reason("protocol", ",\"detail\":" + JsonString(frames_.error_reason())));
+                    CloseReason("protocol", {{"detail", frames_.error_reason()}}));
         }
         return;
       }
@@ -773,10 +750,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
           Destroy();
         } else {
           // Echo the code (RFC 6455 §5.5.1), then end the connection once it is written.
-          uint16_t code = 1000;
+          auto code = CloseCode::kNormal;
           if (message.payload.size() >= 2) {
-            code = static_cast<uint16_t>((static_cast<unsigned char>(message.payload[0]) << 8) |
-                                         static_cast<unsigned char>(message.payload[1]));
+            code = static_cast<CloseCode>((static_cast<unsigned char>(message.payload[0]) << 8) |
+                                          static_cast<unsigned char>(message.payload[1]));
           }
           SendClose(code, {});
         }
@@ -785,9 +762,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
       case Opcode::kBinary:
         if (closing_) return;
         if (mode_ == Mode::kSubscriber) {
-          SendClose(kUnsupportedData, Reason("subscriber_sent_data"));
+          SendClose(CloseCode::kUnsupportedData, CloseReason("subscriber_sent_data"));
         } else if (message.opcode == Opcode::kBinary) {
-          SendClose(kUnsupportedData, Reason("binary"));
+          SendClose(CloseCode::kUnsupportedData, CloseReason("binary"));
         } else if (publish_partition_) {
           Publish(message.payload, /*http=*/false);
         }
@@ -807,14 +784,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Queue(std::move(frame));
   }
 
-  void RefuseWebSocket(uint16_t code, const std::string& reason) {
+  void RefuseWebSocket(CloseCode code, const std::string& reason) {
     ++server_.counters().refused;
     SendClose(code, reason);
   }
 
   // Queues the close frame (after what is queued; data stops) and waits for the peer's close,
   // for at most the close grace.
-  void SendClose(uint16_t code, const std::string& reason) {
+  void SendClose(CloseCode code, const std::string& reason) {
     if (closing_) return;
     closing_ = true;
     close_code_ = code;
@@ -829,7 +806,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Pump() {
     if (destroyed_ || writing_) return;
     if (slow_ && !closing_) {
-      SendClose(kTooSlow, Reason("too_slow", Member("last", last_written_)));
+      SendClose(CloseCode::kTooSlow, CloseReason("too_slow", {{"last", last_written_}}));
       return;
     }
     buffers_.clear();
@@ -954,7 +931,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closing_ = false;      // a close is decided: no more data
   bool close_sent_ = false;   // the close frame is written or being written
   bool peer_closed_ = false;  // the peer's close frame arrived
-  uint16_t close_code_ = 0;
+  CloseCode close_code_ = CloseCode::kNormal;
   std::string close_reason_;
   Clock::time_point closing_since_;
 

@@ -1,6 +1,5 @@
 #include "serve/websocket_frame.h"
 
-#include <charconv>
 #include <cstring>
 
 #include "simdjson.h"
@@ -84,21 +83,14 @@ void AppendFrame(std::string& out, Opcode opcode, std::string_view payload) {
 }
 
 void AppendMessageFrame(std::string& out, int64_t offset, std::string_view message) {
-  char digits[24];
-  auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), offset);
-  (void)ec;  // 24 bytes hold any int64
-  const size_t digit_count = static_cast<size_t>(end - digits);
-  const uint64_t length = 1 + digit_count + 1 + message.size() + 1;
+  const size_t length = stream_protocol::MessagePayloadSize(offset, message);
   out.reserve(out.size() + kMaxHeaderBytes + length);
   AppendHeader(out, Opcode::kText, length);
-  out.push_back('[');
-  out.append(digits, digit_count);
-  out.push_back(',');
-  out.append(message);
-  out.push_back(']');
+  stream_protocol::AppendMessagePayload(out, offset, message);
 }
 
-void AppendCloseFrame(std::string& out, uint16_t code, std::string_view reason) {
+void AppendCloseFrame(std::string& out, CloseCode close_code, std::string_view reason) {
+  const auto code = static_cast<uint16_t>(close_code);
   if (reason.size() > kMaxCloseReason) {
     size_t n = kMaxCloseReason;
     // Back off while the first byte left out is a continuation byte (10xxxxxx).
@@ -119,7 +111,7 @@ bool IsValidUtf8(std::string_view text) {
 }
 
 void FrameParser::Feed(std::string_view bytes) {
-  if (error_code_ != 0) return;
+  if (failed_) return;
   if (consumed_ == buffer_.size()) {
     buffer_.clear();
     consumed_ = 0;
@@ -130,7 +122,8 @@ void FrameParser::Feed(std::string_view bytes) {
   buffer_.append(bytes);
 }
 
-FrameParser::Result FrameParser::Fail(uint16_t code, std::string_view reason) {
+FrameParser::Result FrameParser::Fail(CloseCode code, std::string_view reason) {
+  failed_ = true;
   error_code_ = code;
   error_reason_.assign(reason);
   buffer_.clear();
@@ -142,7 +135,7 @@ FrameParser::Result FrameParser::Fail(uint16_t code, std::string_view reason) {
 }
 
 FrameParser::Result FrameParser::Next(ClientMessage* out) {
-  if (error_code_ != 0) return Result::kError;
+  if (failed_) return Result::kError;
   for (;;) {
     const size_t available = buffer_.size() - consumed_;
     if (available < 2) return Result::kNeedMore;
@@ -152,17 +145,18 @@ FrameParser::Result FrameParser::Next(ClientMessage* out) {
     const bool masked = p[1] & 0x80;
     const uint8_t length7 = p[1] & 0x7F;
 
-    if (p[0] & 0x70) return Fail(1002, "reserved bits set");
-    if (!IsKnownOpcode(opcode)) return Fail(1002, "unknown opcode");
-    if (!masked) return Fail(1002, "client frame not masked");
+    if (p[0] & 0x70) return Fail(CloseCode::kProtocolError, "reserved bits set");
+    if (!IsKnownOpcode(opcode)) return Fail(CloseCode::kProtocolError, "unknown opcode");
+    if (!masked) return Fail(CloseCode::kProtocolError, "client frame not masked");
     const bool control = IsControl(opcode);
     if (control) {
-      if (!fin) return Fail(1002, "fragmented control frame");
-      if (length7 > kMaxControlPayload) return Fail(1002, "control frame above 125 bytes");
+      if (!fin) return Fail(CloseCode::kProtocolError, "fragmented control frame");
+      if (length7 > kMaxControlPayload)
+        return Fail(CloseCode::kProtocolError, "control frame above 125 bytes");
     } else if (opcode == static_cast<uint8_t>(Opcode::kContinuation)) {
-      if (!in_fragmented_) return Fail(1002, "continuation without a message");
+      if (!in_fragmented_) return Fail(CloseCode::kProtocolError, "continuation without a message");
     } else if (in_fragmented_) {
-      return Fail(1002, "new data frame inside a fragmented message");
+      return Fail(CloseCode::kProtocolError, "new data frame inside a fragmented message");
     }
 
     const size_t length_bytes = length7 == 126 ? 2 : length7 == 127 ? 8 : 0;
@@ -171,13 +165,13 @@ FrameParser::Result FrameParser::Next(ClientMessage* out) {
     if (length_bytes != 0) {
       length = 0;
       for (size_t i = 0; i < length_bytes; ++i) length = (length << 8) | p[2 + i];
-      if (length >> 63) return Fail(1002, "frame length with the top bit set");
+      if (length >> 63) return Fail(CloseCode::kProtocolError, "frame length with the top bit set");
     }
     // The length is known: refuse an oversize message before any of its payload is buffered.
     if (!control) {
       const uint64_t so_far = in_fragmented_ ? partial_.size() : 0;
       if (length > max_message_bytes_ || so_far > max_message_bytes_ - length) {
-        return Fail(1009, "message too big");
+        return Fail(CloseCode::kTooBig, "message too big");
       }
     }
     const size_t header = 2 + length_bytes + 4;
@@ -194,13 +188,13 @@ FrameParser::Result FrameParser::Next(ClientMessage* out) {
       out->payload.resize(n);
       Unmask(out->payload.data(), payload, n, key);
       if (out->opcode == Opcode::kClose) {
-        if (n == 1) return Fail(1002, "close payload of 1 byte");
+        if (n == 1) return Fail(CloseCode::kProtocolError, "close payload of 1 byte");
         if (n >= 2) {
           const auto code = static_cast<uint16_t>((static_cast<uint8_t>(out->payload[0]) << 8) |
                                                   static_cast<uint8_t>(out->payload[1]));
-          if (!IsValidCloseCode(code)) return Fail(1002, "invalid close code");
+          if (!IsValidCloseCode(code)) return Fail(CloseCode::kProtocolError, "invalid close code");
           if (!IsValidUtf8(std::string_view(out->payload).substr(2))) {
-            return Fail(1007, "close reason not UTF-8");
+            return Fail(CloseCode::kInvalidPayload, "close reason not UTF-8");
           }
         }
       }
@@ -213,7 +207,7 @@ FrameParser::Result FrameParser::Next(ClientMessage* out) {
         out->payload.resize(n);
         Unmask(out->payload.data(), payload, n, key);
         if (out->opcode == Opcode::kText && !IsValidUtf8(out->payload)) {
-          return Fail(1007, "text not UTF-8");
+          return Fail(CloseCode::kInvalidPayload, "text not UTF-8");
         }
         return Result::kMessage;
       }
@@ -231,7 +225,7 @@ FrameParser::Result FrameParser::Next(ClientMessage* out) {
     out->payload.swap(partial_);
     partial_.clear();
     if (out->opcode == Opcode::kText && !IsValidUtf8(out->payload)) {
-      return Fail(1007, "text not UTF-8");
+      return Fail(CloseCode::kInvalidPayload, "text not UTF-8");
     }
     return Result::kMessage;
   }

@@ -9,9 +9,12 @@
 #include <string>
 #include <string_view>
 
+#include "stream_protocol/stream_protocol.h"
 #include "weir/status.h"
 
 namespace weir::serve {
+
+using stream_protocol::CloseCode;
 
 enum class Opcode : uint8_t {
   kContinuation = 0x0,
@@ -24,11 +27,11 @@ enum class Opcode : uint8_t {
 
 // Appends one unmasked, final frame carrying `payload` to `out` (header: 2, 4 or 10 bytes).
 void AppendFrame(std::string& out, Opcode opcode, std::string_view payload);
-// Appends a text frame whose payload is `[offset,message]` (the subscriber's data frame), without
-// building the payload separately: header, '[', digits, ',', message, ']'.
+// Appends a text frame whose payload is `[offset,message]` (the subscriber's data frame,
+// stream_protocol::AppendMessagePayload) after its header, without building the payload apart.
 void AppendMessageFrame(std::string& out, int64_t offset, std::string_view message);
 // Appends a close frame: the 2-byte code then `reason`, cut to 123 bytes (at a UTF-8 boundary).
-void AppendCloseFrame(std::string& out, uint16_t code, std::string_view reason);
+void AppendCloseFrame(std::string& out, CloseCode code, std::string_view reason);
 
 // One complete message from a client: a data message (fragments reassembled) or a control frame.
 struct ClientMessage {
@@ -57,12 +60,12 @@ class FrameParser {
   // Parses what is buffered. After kError every later call returns kError.
   Result Next(ClientMessage* out);
 
-  // 1002 protocol error, 1007 invalid UTF-8, 1009 too big. Valid after kError.
-  uint16_t error_code() const { return error_code_; }
+  // kProtocolError, kInvalidPayload (not UTF-8) or kTooBig. Valid after kError.
+  CloseCode error_code() const { return error_code_; }
   const std::string& error_reason() const { return error_reason_; }
 
  private:
-  Result Fail(uint16_t code, std::string_view reason);
+  Result Fail(CloseCode code, std::string_view reason);
 
   size_t max_message_bytes_;
   // Implementation-defined state: the unparsed bytes and the message being reassembled.
@@ -71,7 +74,8 @@ class FrameParser {
   std::string partial_;
   Opcode partial_opcode_ = Opcode::kContinuation;
   bool in_fragmented_ = false;
-  uint16_t error_code_ = 0;
+  bool failed_ = false;
+  CloseCode error_code_ = CloseCode::kProtocolError;
   std::string error_reason_;
 };
 

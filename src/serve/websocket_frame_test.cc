@@ -39,7 +39,7 @@ uint16_t ErrorCodeOf(std::string_view bytes, size_t max = 1 << 20) {
   FrameParser::Result r;
   while ((r = parser.Next(&m)) == FrameParser::Result::kMessage) {
   }
-  return r == FrameParser::Result::kError ? parser.error_code() : 0;
+  return r == FrameParser::Result::kError ? static_cast<uint16_t>(parser.error_code()) : 0;
 }
 
 std::string CloseFrame(uint16_t code, std::string_view reason = "") {
@@ -101,7 +101,7 @@ TEST(FrameEncoder, MessageFrameEqualsFrameOfFormattedPayload) {
 
 TEST(FrameEncoder, CloseFrameIsCodeThenReason) {
   std::string out;
-  AppendCloseFrame(out, 4404, R"({"reason":"not_found","partitions":0})");
+  AppendCloseFrame(out, CloseCode::kNotFound, R"({"reason":"not_found","partitions":0})");
   EXPECT_EQ(out.substr(0, 4), std::string("\x88\x27\x11\x34", 4));
   EXPECT_EQ(out.substr(4), R"({"reason":"not_found","partitions":0})");
 }
@@ -109,20 +109,20 @@ TEST(FrameEncoder, CloseFrameIsCodeThenReason) {
 TEST(FrameEncoder, CloseReasonCutTo123BytesAtUtf8Boundary) {
   std::string fits(123, 'a');
   std::string out;
-  AppendCloseFrame(out, 1000, fits + "b");
+  AppendCloseFrame(out, CloseCode::kNormal, fits + "b");
   EXPECT_EQ(out.substr(4), fits);
 
   // 122 ASCII bytes then a 2-byte character: byte 123 would split it, so it is left out whole.
   const std::string split = std::string(122, 'a') + "\xc3\xa9" + "z";
   out.clear();
-  AppendCloseFrame(out, 1000, split);
+  AppendCloseFrame(out, CloseCode::kNormal, split);
   EXPECT_EQ(out.substr(4), std::string(122, 'a'));
   EXPECT_EQ(static_cast<uint8_t>(out[1]), 124);
 
   // A 4-byte character starting at byte 121.
   const std::string emoji = std::string(121, 'a') + "\xf0\x9f\x98\x80";
   out.clear();
-  AppendCloseFrame(out, 1000, emoji);
+  AppendCloseFrame(out, CloseCode::kNormal, emoji);
   EXPECT_EQ(out.substr(4), std::string(121, 'a'));
   EXPECT_TRUE(IsValidUtf8(out.substr(4)));
 }
@@ -240,7 +240,7 @@ TEST(FrameParser, OversizeFrameIs1009FromItsHeaderAlone) {
   parser.Feed(std::string_view(frame).substr(0, 10));  // header up to the 64-bit length
   ClientMessage m;
   EXPECT_EQ(parser.Next(&m), FrameParser::Result::kError);
-  EXPECT_EQ(parser.error_code(), 1009);
+  EXPECT_EQ(parser.error_code(), CloseCode::kTooBig);
 }
 
 TEST(FrameParser, OversizeSumOfFragmentsIs1009BeforeTheLastPayload) {
@@ -310,7 +310,7 @@ TEST(FrameParser, ErrorIsFinal) {
   EXPECT_EQ(parser.Next(&m), FrameParser::Result::kError);
   parser.Feed(MaskedFrame(Opcode::kText, "fine"));
   EXPECT_EQ(parser.Next(&m), FrameParser::Result::kError);
-  EXPECT_EQ(parser.error_code(), 1002);
+  EXPECT_EQ(parser.error_code(), CloseCode::kProtocolError);
   EXPECT_FALSE(parser.error_reason().empty());
 }
 

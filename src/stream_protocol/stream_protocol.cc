@@ -1,0 +1,104 @@
+#include "stream_protocol/stream_protocol.h"
+
+#include <charconv>
+
+namespace weir::stream_protocol {
+
+namespace {
+
+constexpr std::string_view kGreetingType = "greeting";
+constexpr size_t kMaxOffsetDigits = 19;  // int64
+
+// The member `name` if it is an int >= 0.
+std::optional<int64_t> NonNegativeInt(const Value& object, std::string_view name) {
+  const Value* v = object.Find(name);
+  if (v == nullptr || !v->is_int() || v->as_int() < 0) return std::nullopt;
+  return v->as_int();
+}
+
+// The decimal digits of `offset` in `digits`; returns how many.
+size_t OffsetDigits(int64_t offset, char (&digits)[24]) {
+  auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), offset);
+  (void)ec;  // 24 bytes hold any int64
+  return static_cast<size_t>(end - digits);
+}
+
+}  // namespace
+
+std::string CloseReason(std::string_view reason, std::initializer_list<Value::Member> members) {
+  Value json = Value::MakeObject({{"reason", reason}});
+  for (const Value::Member& member : members) json.as_object().push_back(member);
+  return json.ToJson();
+}
+
+std::string GreetingJson(const Greeting& greeting) {
+  return Value::MakeObject({{"type", kGreetingType},
+                            {"topic", greeting.topic},
+                            {"partition", greeting.partition},
+                            {"first", greeting.first},
+                            {"next", greeting.next},
+                            {"start", greeting.start},
+                            {"max_replay", greeting.max_replay},
+                            {"max_backlog", greeting.max_backlog}})
+      .ToJson();
+}
+
+Result<Greeting> ParseGreeting(std::string_view text) {
+  auto json = Value::Parse(text);
+  if (!json.ok()) return Status::Corruption("is not JSON: " + json.status().message());
+  const Value* type = json->Find("type");
+  if (type == nullptr || !type->is_string() || type->as_string() != kGreetingType) {
+    return Status::Corruption("is not {\"type\":\"greeting\",...}");
+  }
+  const Value* topic = json->Find("topic");
+  const std::optional<int64_t> partition = NonNegativeInt(*json, "partition");
+  const std::optional<int64_t> first = NonNegativeInt(*json, "first");
+  const std::optional<int64_t> next = NonNegativeInt(*json, "next");
+  const std::optional<int64_t> start = NonNegativeInt(*json, "start");
+  if (topic == nullptr || !topic->is_string() || !partition || !first || !next || !start) {
+    return Status::Corruption("lacks topic, partition, first, next or start");
+  }
+  if (*first > *next || *start < *first || *start > *next) {
+    return Status::Corruption("has start outside first..next");
+  }
+  return Greeting{.topic = topic->as_string(),
+                  .partition = *partition,
+                  .first = *first,
+                  .next = *next,
+                  .start = *start,
+                  .max_replay = NonNegativeInt(*json, "max_replay").value_or(0),
+                  .max_backlog = NonNegativeInt(*json, "max_backlog").value_or(0)};
+}
+
+size_t MessagePayloadSize(int64_t offset, std::string_view value) {
+  char digits[24];
+  return 1 + OffsetDigits(offset, digits) + 1 + value.size() + 1;
+}
+
+void AppendMessagePayload(std::string& out, int64_t offset, std::string_view value) {
+  char digits[24];
+  const size_t digit_count = OffsetDigits(offset, digits);
+  out.push_back('[');
+  out.append(digits, digit_count);
+  out.push_back(',');
+  out.append(value);
+  out.push_back(']');
+}
+
+std::optional<StreamMessage> ParseMessagePayload(std::string_view payload) {
+  if (payload.size() < 4 || payload.front() != '[' || payload.back() != ']') return std::nullopt;
+  const size_t comma = payload.find(',');
+  if (comma == std::string_view::npos || comma < 2 || comma > kMaxOffsetDigits + 1) {
+    return std::nullopt;
+  }
+  const std::string_view digits = payload.substr(1, comma - 1);
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  int64_t offset = 0;
+  auto r = std::from_chars(digits.data(), digits.data() + digits.size(), offset);
+  if (r.ec != std::errc() || r.ptr != digits.data() + digits.size()) return std::nullopt;
+  return StreamMessage{offset, payload.substr(comma + 1, payload.size() - comma - 2)};
+}
+
+}  // namespace weir::stream_protocol
