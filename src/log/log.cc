@@ -359,15 +359,21 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
   }
   durable_cv.notify_all();  // appenders held back by a full pending buffer
 
-  // One batch per chunk, except that a chunk bigger than kMaxBatchPayload (one big Append) is
-  // cut at record boundaries.
-  struct Planned {
-    const char* data;
-    size_t len;
-    uint32_t count;
-  };
-  std::vector<Planned> planned;
+  const std::vector<PlannedBatch> planned = PlanBatches();
   int64_t planned_count = 0;
+  for (const PlannedBatch& b : planned) planned_count += b.count;
+  WEIR_CHECK(planned_count == count, "pending record count does not match the pending bytes");
+
+  std::vector<SegmentRun> runs;
+  Status status = WriteRuns(planned, base, sync, runs);
+  if (!status.ok()) status = UndoWrite(runs, status, base);
+  if (status.ok()) PublishWrite(runs, base + count, visible_limit);
+  store->chunk_pool_->Recycle(flushing);
+  return status;
+}
+
+std::vector<Partition::State::PlannedBatch> Partition::State::PlanBatches() const {
+  std::vector<PlannedBatch> planned;
   for (const PendingChunk& chunk : flushing) {
     const char* d = chunk.data.get();
     size_t begin = 0, pos = 0;
@@ -384,19 +390,11 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
     }
     if (n > 0) planned.push_back({d + begin, pos - begin, n});
   }
-  for (const Planned& b : planned) planned_count += b.count;
-  WEIR_CHECK(planned_count == count, "pending record count does not match the pending bytes");
+  return planned;
+}
 
-  // A run is what goes to one segment file.
-  struct Run {
-    std::shared_ptr<Segment> segment;
-    int64_t start_size;
-    int64_t size;
-    bool created;
-    std::vector<iovec> iov;
-    std::vector<std::pair<BatchHeader, int64_t>> batches;
-  };
-  std::vector<Run> runs;
+Status Partition::State::WriteRuns(const std::vector<PlannedBatch>& planned, int64_t base,
+                                   bool sync, std::vector<SegmentRun>& runs) {
   {
     std::lock_guard lk(index_mu);
     const auto& active = segments.back();
@@ -405,28 +403,22 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
   std::vector<std::array<char, kBatchHeaderSize>> headers(planned.size());
   const int64_t now_ms = NowMs();
   int64_t offset = base;
-  Status status;
-  auto write_run = [&](Run& run) {
+  auto write_run = [](const SegmentRun& run) {
     return WriteAt(run.segment->fd(), run.iov, run.start_size, run.segment->path());
   };
-  for (size_t i = 0; i < planned.size() && status.ok(); ++i) {
-    const Planned& b = planned[i];
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const PlannedBatch& b = planned[i];
     const auto payload_len = static_cast<int64_t>(b.len);
     const int64_t bytes = static_cast<int64_t>(kBatchHeaderSize) + payload_len;
     if (runs.back().size > 0 && runs.back().size + bytes > config.segment_bytes) {
       // Roll. The old segment is fsynced first, whatever the policy, so that a later segment
       // never holds data that an earlier one lacks: only the last segment can be torn.
-      status = write_run(runs.back());
-      if (status.ok()) status = SyncFile(runs.back().segment->fd(), runs.back().segment->path());
-      if (!status.ok()) break;
-      auto created = Segment::Create(dir, offset);
-      if (!created.ok()) {
-        status = created.status();
-        break;
-      }
-      runs.push_back({std::move(created).value(), 0, 0, true, {}, {}});
+      WEIR_RETURN_IF_ERROR(write_run(runs.back()));
+      WEIR_RETURN_IF_ERROR(SyncFile(runs.back().segment->fd(), runs.back().segment->path()));
+      WEIR_ASSIGN_OR_RETURN(std::shared_ptr<Segment> created, Segment::Create(dir, offset));
+      runs.push_back({std::move(created), 0, 0, true, {}, {}});
     }
-    Run& run = runs.back();
+    SegmentRun& run = runs.back();
     BatchHeader h;
     h.payload_len = static_cast<uint32_t>(payload_len);
     h.count = b.count;
@@ -440,46 +432,50 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
     run.size += bytes;
     offset += b.count;
   }
-  if (status.ok()) status = write_run(runs.back());
-  if (status.ok() && sync)
-    status = SyncFile(runs.back().segment->fd(), runs.back().segment->path());
+  WEIR_RETURN_IF_ERROR(write_run(runs.back()));
+  if (sync) WEIR_RETURN_IF_ERROR(SyncFile(runs.back().segment->fd(), runs.back().segment->path()));
+  return Status::OK();
+}
 
-  if (!status.ok()) {
-    // Leave the files as they were before this write, so that they hold exactly the durable
-    // records (a full disk is not corruption). The records from `base` on are lost, and
-    // kNoWait appenders already hold their offsets: the partition fails for good rather than
-    // hand those offsets out again to records that a later WaitDurable would call durable.
-    bool unlinked = false;
-    for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
-      if (it->created) {
-        ::unlink(it->segment->path().c_str());
-        unlinked = true;
-      } else if (::ftruncate(it->segment->fd(), it->start_size) == 0) {
-        ::fdatasync(it->segment->fd());
-      }
+Status Partition::State::UndoWrite(const std::vector<SegmentRun>& runs, const Status& status,
+                                   int64_t base) {
+  // Leave the files as they were before this write, so that they hold exactly the durable
+  // records (a full disk is not corruption). The records from `base` on are lost, and
+  // kNoWait appenders already hold their offsets: the partition fails for good rather than
+  // hand those offsets out again to records that a later WaitDurable would call durable.
+  bool unlinked = false;
+  for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
+    if (it->created) {
+      ::unlink(it->segment->path().c_str());
+      unlinked = true;
+    } else if (::ftruncate(it->segment->fd(), it->start_size) == 0) {
+      ::fdatasync(it->segment->fd());
     }
-    if (unlinked) (void)SyncDirectory(dir);
-    {
-      std::lock_guard lk(append_mu);
-      std::string message = Where() + ": " + status.message() + "; records from offset " +
-                            std::to_string(base) +
-                            " on were not stored, and the partition refuses writes until the "
-                            "log is reopened";
-      failure = Status(status.code(), std::move(message));
-      failed.store(true, std::memory_order_release);
-      ClearPending();  // so appenders held back by back-pressure stop waiting when notified
-      ResolveWaiters(failure);
-      status = failure;
-    }
-    durable_cv.notify_all();
-    store->chunk_pool_->Recycle(flushing);
-    return status;
   }
+  if (unlinked) (void)SyncDirectory(dir);
+  Status result;
+  {
+    std::lock_guard lk(append_mu);
+    std::string message = Where() + ": " + status.message() + "; records from offset " +
+                          std::to_string(base) +
+                          " on were not stored, and the partition refuses writes until the "
+                          "log is reopened";
+    failure = Status(status.code(), std::move(message));
+    failed.store(true, std::memory_order_release);
+    ClearPending();  // so appenders held back by back-pressure stop waiting when notified
+    ResolveWaiters(failure);
+    result = failure;
+  }
+  durable_cv.notify_all();
+  return result;
+}
 
+void Partition::State::PublishWrite(const std::vector<SegmentRun>& runs, int64_t new_end,
+                                    int64_t visible_limit) {
   int64_t written_bytes = 0;
   {
     std::lock_guard lk(index_mu);
-    for (Run& run : runs) {
+    for (const SegmentRun& run : runs) {
       for (const auto& [h, pos] : run.batches) run.segment->AddBatch(h, pos);
       run.segment->set_size(run.size);
       written_bytes += run.size - run.start_size;
@@ -487,7 +483,6 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
     }
   }
   size_bytes.fetch_add(written_bytes, std::memory_order_relaxed);
-  const int64_t new_end = base + count;
   bool visible_moved = false;
   {
     std::lock_guard lk(append_mu);
@@ -501,8 +496,6 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
   }
   durable_cv.notify_all();
   if (visible_moved) store->NotifyChange();
-  store->chunk_pool_->Recycle(flushing);
-  return Status::OK();
 }
 
 Result<int64_t> Partition::State::DeleteOldestSegmentsLocked(

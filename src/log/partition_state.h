@@ -12,6 +12,8 @@
 // is already in the file.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -21,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "log/log.h"
@@ -81,6 +84,37 @@ struct Partition::State {
   // record not yet durable is discarded, the partition fails (`failure`, for good) and waiters
   // get the error. Returns `failure` at once if the partition has failed. REQUIRES: io_mu held.
   Status WritePendingLocked(bool sync, int64_t visible_limit);
+  // WritePendingLocked's steps, in its order. REQUIRES: io_mu held (each).
+  //
+  // A batch to write: whole records of one pending chunk. One batch per chunk, except that a
+  // chunk bigger than kMaxBatchPayload (one big Append) is cut at record boundaries.
+  struct PlannedBatch {
+    const char* data;
+    size_t len;
+    uint32_t count;
+  };
+  // What one write puts in one segment file: the active segment's tail, or a segment created by
+  // a roll (`created`), with the batches to add to its index once durable.
+  struct SegmentRun {
+    std::shared_ptr<Segment> segment;
+    int64_t start_size;
+    int64_t size;
+    bool created;
+    std::vector<iovec> iov;                                // valid during WriteRuns only
+    std::vector<std::pair<BatchHeader, int64_t>> batches;  // header, position in the file
+  };
+  std::vector<PlannedBatch> PlanBatches() const;  // of `flushing`
+  // Writes the batches from offset `base` on, rolling segments as needed (an old segment is
+  // fsynced before its successor gets data), fsyncing the last when `sync`. `runs` holds what
+  // was (or was being) written, for UndoWrite or PublishWrite.
+  Status WriteRuns(const std::vector<PlannedBatch>& planned, int64_t base, bool sync,
+                   std::vector<SegmentRun>& runs);
+  // After a failed write: cuts the files back, fails the partition with `status` (records from
+  // `base` on lost) and the waiters with it; returns the partition's failure.
+  Status UndoWrite(const std::vector<SegmentRun>& runs, const Status& status, int64_t base);
+  // After a durable write: adds the batches to the segment indexes and the new segments to the
+  // list, then moves the durable end to `new_end` and the visible end as WritePendingLocked says.
+  void PublishWrite(const std::vector<SegmentRun>& runs, int64_t new_end, int64_t visible_limit);
   // One flush of a plain partition per the fsync policy (committer, FlushAll, destructor).
   // A transactional partition is left alone; either kind returns `failure` if it has failed.
   Status FlushPlain();
