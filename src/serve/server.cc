@@ -67,16 +67,6 @@ EncodedBatch Encode(std::span<const log::StoredRecord> records) {
   return batch;
 }
 
-std::string Member(std::string_view name, int64_t value) {
-  return ",\"" + std::string(name) + "\":" + std::to_string(value);
-}
-
-std::string JsonString(std::string_view text) {
-  std::string out;
-  AppendJsonString(out, text);
-  return out;
-}
-
 std::string HttpResponse(int status, std::string_view reason, std::string_view body,
                          bool keep_alive) {
   std::string out =
@@ -99,6 +89,7 @@ bool TokenMatches(std::string_view given, std::string_view expected) {
 }  // namespace
 
 class Connection;
+class Subscriber;
 
 // One subscribed partition: reads what the log made visible, once, into shared batches.
 struct Feed {
@@ -111,7 +102,7 @@ struct Feed {
   uint64_t head_seq = 0;      // the sequence number the next batch will get
   std::deque<BatchPtr> ring;  // batches ring_first_seq .. head_seq - 1
   uint64_t ring_first_seq = 0;
-  std::vector<Connection*> live;
+  std::vector<Subscriber*> live;
   int subscribers = 0;  // live and replaying
   bool step_posted = false;
 };
@@ -180,7 +171,148 @@ class Server::Impl {
   ServerStats counters_;
 };
 
-// One client connection: HTTP requests, then possibly a WebSocket subscriber or publisher.
+// A connection's subscription to one partition: the checks of its start, the greeting, then the
+// replay read from the log below the feed's head, then the feed's shared batches. Writes and
+// closes through its connection; the feed calls it (OnBatch, CloseTooSlow) on the I/O thread.
+class Subscriber {
+ public:
+  Subscriber(Server::Impl& server, Connection& connection)
+      : server_(server), connection_(connection) {}
+
+  // Checks `start` against the partition's ends and greets, or refuses with a close.
+  void Start(log::Partition& partition, const Target& target);
+  // Adds the next data to the write (batches of the feed when live, else the next replayed
+  // chunk), keeping it alive until Written. False if there is none.
+  bool TakeData(std::vector<asio::const_buffer>& buffers, size_t& bytes);
+  // The write of what TakeData gave is done.
+  void Written();
+  // Leaves the feed (idempotent): nothing more is taken.
+  void Leave();
+
+  // The feed's side. A batch arrived (the feed checked the backlog).
+  void OnBatch();
+  // The backlog went over max_backlog: leave, and close once the write in flight is done.
+  void CloseTooSlow();
+  int64_t written_end() const { return written_end_; }
+  uint64_t next_seq() const { return next_seq_; }
+  // Live, and has written everything its feed has read.
+  bool WantsMore(uint64_t head_seq) const;
+
+  // Closed as too slow: the close frame waits for the write in flight (its `last`).
+  bool slow() const { return slow_; }
+  int64_t last_written() const { return last_written_; }
+
+ private:
+  // The refusal of a start at `n`, if any (README.md's order).
+  std::optional<std::pair<CloseCode, std::string>> RefuseStart(int64_t n, int64_t first,
+                                                               int64_t next, int64_t min_replay);
+  void JoinLive();
+  bool TakeReplay(std::vector<asio::const_buffer>& buffers, size_t& bytes);
+  bool TakeLive(std::vector<asio::const_buffer>& buffers, size_t& bytes);
+
+  Server::Impl& server_;
+  Connection& connection_;
+  Feed* feed_ = nullptr;
+  bool live_ = false;
+  bool slow_ = false;
+  uint64_t next_seq_ = 0;    // live: the next batch of the feed to write
+  int64_t written_end_ = 0;  // every message below it is written to the socket
+  int64_t last_written_ = -1;
+  std::optional<log::PartitionReader> replay_;
+  std::vector<BatchPtr> in_flight_;  // being written
+};
+
+// A connection's publishing (WebSocket frames, or one HTTP POST body): each body appended
+// atomically, answered in order once its records are durable.
+class Publisher {
+ public:
+  Publisher(Server::Impl& server, Connection& connection, log::Partition& partition, bool http)
+      : server_(server), connection_(connection), partition_(partition), http_(http) {}
+
+  // Appends one body's values (all or none) and queues its answer.
+  void Publish(std::string_view body);
+  // Queues the answers now due, in order. True while some still wait for durability.
+  bool FlushReplies();
+  bool idle() const { return replies_.empty(); }
+
+ private:
+  struct Reply {
+    uint64_t seq;
+    int64_t first = 0;
+    int64_t count = 0;
+    std::optional<Value> error;  // the answer, or nullopt while waiting for durability
+    int http_status = 200;
+  };
+  // {"error":ERROR,"seq":n,...members}; no seq over HTTP (one body per request).
+  Value Error(const Reply& reply, std::string_view error,
+              std::initializer_list<Value::Member> members = {}) const;
+  void Answer(const Reply& reply, const Value& body);
+
+  Server::Impl& server_;
+  Connection& connection_;
+  log::Partition& partition_;
+  const bool http_;
+  uint64_t seq_ = 0;
+  std::deque<Reply> replies_;
+  log::RecordBatchBuilder builder_;
+};
+
+// The HTTP side of a connection: reads requests (Beast), answers /health, /topics and POST
+// /publish, checks tokens and origins, and turns an upgrade into a subscriber or a publisher.
+class HttpRequests {
+ public:
+  explicit HttpRequests(Server::Impl& server, Connection& connection)
+      : server_(server), connection_(connection) {}
+
+  void ReadRequest();
+  // A write of the connection is done. Lingers after a final answer, or reads the next request
+  // of a kept-alive connection once nothing is queued and no publish answer waits; true if it
+  // did either (the connection has nothing to write then).
+  bool Written(bool queue_empty, bool replies_done);
+  // A request was read and its answer is (being) written.
+  bool answering() const { return requests_done_; }
+  // Queues an answer (the connection closes after it unless kept alive) and writes it.
+  void Respond(int status, std::string_view reason, const Value& body, bool keep_alive);
+  void Refuse(int status, std::string_view reason, const Value& body);
+  // Queues a publish answer for this request (written by the caller's Pump).
+  void QueueAnswer(int status, std::string_view reason, const Value& body);
+
+ private:
+  void OnHeader(beast::error_code ec);
+  void OnRequest(beast::error_code ec);
+  void OnBadTarget(const TargetError& error, bool upgrade);
+  void OnUpgrade();
+  void OnPlainRequest();
+  Value TopicsJson();
+  // Answers the upgrade with 101. False (and a 400/426 answer) for a malformed upgrade.
+  bool Upgrade();
+  std::optional<std::string_view> RequestToken();
+  bool Authorized(const std::string& expected);
+  bool CrossOrigin() const;
+  // The topic's partition for a WebSocket, or a refusal sent (and nullptr).
+  log::Partition* FindPartition();
+  void Subscribe();
+  // Checks the token, the origin and the topic; the publish partition, or nullptr after a
+  // refusal (a close frame, or an HTTP answer).
+  log::Partition* PublishPartition();
+  void PublishHttp();
+
+  Server::Impl& server_;
+  Connection& connection_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::request<http::string_body> request_;
+  Target target_;
+  log::Topic* topic_ = nullptr;  // of the partition found
+  bool websocket_ = false;       // the upgrade was answered
+  bool keep_alive_ = false;
+  bool requests_done_ = false;  // a request was read and its answer is (being) written
+  bool close_after_write_ = false;
+};
+
+// One client connection: the socket, bytes out (control frames and HTTP answers first, then a
+// subscriber's data), WebSocket frames in, the closing handshake and the timeouts. What a
+// request asks is HttpRequests', then a Subscriber's or a Publisher's.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(Server::Impl& server, tcp::socket socket)
@@ -188,29 +320,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
         socket_(std::move(socket)),
         frames_(server.options().max_frame_bytes),
         accepted_(Clock::now()),
-        last_rx_(accepted_) {}
+        last_rx_(accepted_),
+        http_(server, *this) {}
 
   void Start(bool over_capacity) {
     if (over_capacity) {
-      Respond(503, "Service Unavailable", R"({"error":"too_many_connections"})", false);
+      http_.Respond(503, "Service Unavailable",
+                    Value::MakeObject({{"error", "too_many_connections"}}), false);
       ++server_.counters().refused;
       return;
     }
-    ReadRequest();
-  }
-
-  // Called by the feed when a batch arrived; the caller has checked the backlog.
-  void OnBatch() { Pump(); }
-  int64_t written_end() const { return written_end_; }
-  uint64_t next_seq() const { return next_seq_; }
-  // Live, and has written everything its feed has read.
-  bool WantsMore(uint64_t head_seq) const { return !writing_ && next_seq_ == head_seq; }
-
-  void CloseTooSlow() {
-    ++server_.counters().too_slow;
-    LeaveFeed();
-    slow_ = true;  // the close frame is made once the write in flight is done (its `last`)
-    Pump();
+    http_.ReadRequest();
   }
 
   void Shutdown() {
@@ -222,7 +342,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // Publish acknowledgements whose records are now durable. True while some still wait.
-  bool FlushReplies();
+  bool FlushReplies() { return publisher_ && publisher_->FlushReplies(); }
 
   // The sweep: handshake and idle timeouts, pings, close grace.
   void Tick(Clock::time_point now);
@@ -230,462 +350,82 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Destroy() {
     if (destroyed_) return;
     destroyed_ = true;
-    LeaveFeed();
+    if (subscriber_) subscriber_->Leave();
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
     server_.Forget(this);
   }
 
- private:
-  enum class Mode : uint8_t { kHttp, kSubscriber, kPublisher };
+  // --- For HttpRequests, Subscriber and Publisher ----------------------------------------------
 
-  struct Reply {
-    uint64_t seq;
-    int64_t first = 0;
-    int64_t count = 0;
-    std::string error;  // the JSON to send, or empty while waiting for durability
-    bool http = false;
-  };
+  tcp::socket& socket() { return socket_; }
+  bool destroyed() const { return destroyed_; }
+  bool writing() const { return writing_; }
+  bool closing() const { return closing_; }
+  void Received() { last_rx_ = Clock::now(); }
 
-  // --- HTTP -----------------------------------------------------------------------------------
-
-  void ReadRequest() {
-    parser_.emplace();
-    parser_->header_limit(16 << 10);
-    parser_->body_limit(server_.options().max_frame_bytes);
-    http::async_read_header(
-        socket_, http_buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
-  }
-
-  // A client that sent `Expect: 100-continue` (curl, for a body above 1 KiB) waits for the 100
-  // before it sends the body; an oversize body was refused from its header already.
-  void OnHeader(beast::error_code ec) {
-    if (destroyed_) return;
-    if (ec || parser_->is_done()) {
-      OnRequest(ec);
-      return;
-    }
-    if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
-      Queue("HTTP/1.1 100 Continue\r\n\r\n");
-      Pump();
-    }
-    http::async_read(
-        socket_, http_buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRequest(ec); });
-  }
-
-  void OnRequest(beast::error_code ec) {
-    if (destroyed_) return;
-    last_rx_ = Clock::now();
-    if (ec == http::error::body_limit) {
-      RefuseHttp(413, "Payload Too Large",
-                 "{\"error\":\"too_big\",\"max\":" +
-                     std::to_string(server_.options().max_frame_bytes) + "}");
-      return;
-    }
-    if (ec) {
-      if (ec == http::error::end_of_stream || ec == asio::error::eof ||
-          ec == asio::error::operation_aborted || ec == asio::error::connection_reset) {
-        Destroy();
-      } else {
-        RefuseHttp(400, "Bad Request", CloseReason("bad_request", {{"detail", ec.message()}}));
-      }
-      return;
-    }
-    request_ = parser_->release();
-    requests_done_ = true;
-    auto parsed = ParseTarget(std::string_view(request_.target().data(), request_.target().size()));
-    const bool upgrade = beast::websocket::is_upgrade(request_);
-    if (auto* error = std::get_if<TargetError>(&parsed)) {
-      if (upgrade && Upgrade()) {
-        RefuseWebSocket(error->kind == TargetError::Kind::kNotFound ? CloseCode::kNotFound
-                                                                    : CloseCode::kBadRequest,
-                        error->kind == TargetError::Kind::kNotFound
-                            ? CloseReason("not_found", {{"partitions", 0}})
-                            : CloseReason("bad_request", {{"param", error->param}}));
-        TakeFrames();
-      } else if (!upgrade) {
-        const bool not_found = error->kind == TargetError::Kind::kNotFound;
-        RefuseHttp(not_found ? 404 : 400, not_found ? "Not Found" : "Bad Request",
-                   not_found
-                       ? R"({"error":"not_found"})"
-                       : "{\"error\":\"bad_request\",\"param\":" + JsonString(error->param) + "}");
-      }
-      return;
-    }
-    target_ = std::get<Target>(std::move(parsed));
-    if (upgrade) {
-      if (target_.endpoint != Endpoint::kStreams && target_.endpoint != Endpoint::kPublish) {
-        RefuseHttp(405, "Method Not Allowed", R"({"error":"not_a_websocket_endpoint"})");
-        return;
-      }
-      if (!Upgrade()) return;
-      if (target_.endpoint == Endpoint::kStreams) {
-        Subscribe();
-      } else {
-        StartPublisher();
-      }
-      TakeFrames();
-      return;
-    }
-    switch (target_.endpoint) {
-      case Endpoint::kHealth:
-        Respond(200, "OK", R"({"status":"ok"})", request_.keep_alive());
-        return;
-      case Endpoint::kTopics:
-        Respond(200, "OK", TopicsJson(), request_.keep_alive());
-        return;
-      case Endpoint::kPublish:
-        if (request_.method() != http::verb::post) {
-          RefuseHttp(405, "Method Not Allowed", R"({"error":"post_to_publish"})");
-          return;
-        }
-        PublishHttp();
-        return;
-      case Endpoint::kStreams:
-        RefuseHttp(426, "Upgrade Required", R"({"error":"websocket_upgrade_required"})");
-        return;
-    }
-  }
-
-  std::string TopicsJson() {
-    std::string out = "[";
-    for (const std::string& name : server_.log().ListTopics()) {
-      auto topic = server_.log().GetTopic(name);
-      if (!topic.ok()) continue;
-      if (out.size() > 1) out += ',';
-      out += "{\"topic\":" + JsonString(name) + ",\"partitions\":[";
-      for (int32_t p = 0; p < (*topic)->num_partitions(); ++p) {
-        log::Partition& partition = (*topic)->partition(PartitionId(p));
-        if (p > 0) out += ',';
-        out += "{\"partition\":" + std::to_string(p) +
-               Member("first", partition.FirstOffset().value()) +
-               Member("next", partition.NextOffset().value()) + "}";
-      }
-      out += "]}";
-    }
-    return out + "]";
-  }
-
-  void Respond(int status, std::string_view reason, std::string_view body, bool keep_alive) {
-    keep_alive_ = keep_alive;
-    Queue(HttpResponse(status, reason, body, keep_alive));
-    close_after_write_ = !keep_alive;
-    Pump();
-  }
-
-  void RefuseHttp(int status, std::string_view reason, const std::string& body) {
-    ++server_.counters().refused;
-    Respond(status, reason, body, false);
-  }
-
-  // Answers the upgrade with 101. False (and a 400/426 answer) for a malformed upgrade.
-  bool Upgrade() {
-    auto key = request_[http::field::sec_websocket_key];
-    if (request_.method() != http::verb::get || key.empty() || key.size() > 64) {
-      RefuseHttp(400, "Bad Request", R"({"error":"bad_websocket_upgrade"})");
-      return false;
-    }
-    if (request_[http::field::sec_websocket_version] != "13") {
-      ++server_.counters().refused;
-      keep_alive_ = false;
-      Queue(
-          "HTTP/1.1 426 Upgrade Required\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\n"
-          "Connection: close\r\n\r\n");
-      close_after_write_ = true;
-      Pump();
-      return false;
-    }
-    beast::websocket::detail::sec_ws_accept_type accept;
-    beast::websocket::detail::make_sec_ws_accept(accept, key);
-    Queue(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        "Sec-WebSocket-Accept: " +
-        std::string(accept.data(), accept.size()) + "\r\n\r\n");
+  // The upgrade is answered: `early` (frames the client sent right after its request) is parsed
+  // first, then frames are read from the socket.
+  void BecomeWebSocket(std::string_view early) {
     websocket_ = true;
-    // Frames the client sent right after its request are already in the HTTP buffer.
-    const auto data = http_buffer_.data();
-    frames_.Feed(std::string_view(static_cast<const char*>(data.data()), data.size()));
-    http_buffer_.consume(http_buffer_.size());
+    frames_.Feed(early);
     ReadFrames();
-    return true;
+  }
+  Subscriber& StartSubscriber() {
+    subscriber_ = std::make_unique<Subscriber>(server_, *this);
+    return *subscriber_;
+  }
+  void StartPublisher(log::Partition* partition, bool http) {
+    publisher_ =
+        partition ? std::make_unique<Publisher>(server_, *this, *partition, http) : nullptr;
+  }
+  HttpRequests& http() { return http_; }
+  Publisher& publisher() { return *publisher_; }
+
+  void Queue(std::string bytes) { queued_.push_back(std::move(bytes)); }
+  void QueueFrame(Opcode opcode, std::string_view payload) {
+    std::string frame;
+    AppendFrame(frame, opcode, payload);
+    Queue(std::move(frame));
   }
 
-  std::optional<std::string_view> RequestToken() {
-    if (target_.token) return std::string_view(*target_.token);
-    auto header = request_[http::field::authorization];
-    return BearerToken(std::string_view(header.data(), header.size()));
+  void RefuseWebSocket(CloseCode code, const std::string& reason) {
+    ++server_.counters().refused;
+    SendClose(code, reason);
   }
 
-  bool Authorized(const std::string& expected) {
-    if (expected.empty()) return true;
-    auto given = RequestToken();
-    return given && TokenMatches(*given, expected);
-  }
-
-  // A browser page from another site: its Origin names a host other than the one it asked. Any
-  // web page could otherwise publish to a server on the user's own machine.
-  bool CrossOrigin() const {
-    auto origin = request_[http::field::origin];
-    if (origin.empty()) return false;
-    std::string_view host(origin.data(), origin.size());
-    const size_t scheme = host.find("://");
-    if (scheme != std::string_view::npos) host.remove_prefix(scheme + 3);
-    auto asked = request_[http::field::host];
-    return host != std::string_view(asked.data(), asked.size());
-  }
-
-  // The topic's partition, or a refusal sent (and nullptr).
-  log::Partition* FindPartition() {
-    auto topic = server_.log().GetTopic(target_.topic);
-    if (!topic.ok()) {
-      RefuseWebSocket(CloseCode::kNotFound, CloseReason("not_found", {{"partitions", 0}}));
-      return nullptr;
-    }
-    if (target_.partition >= (*topic)->num_partitions()) {
-      RefuseWebSocket(CloseCode::kNotFound,
-                      CloseReason("not_found", {{"partitions", (*topic)->num_partitions()}}));
-      return nullptr;
-    }
-    topic_ = *topic;
-    return &(*topic)->partition(PartitionId(target_.partition));
-  }
-
-  // --- Subscribing ----------------------------------------------------------------------------
-
-  void Subscribe() {
-    mode_ = Mode::kSubscriber;
-    if (!Authorized(server_.options().subscribe_token)) {
-      RefuseWebSocket(CloseCode::kUnauthorized, CloseReason("unauthorized"));
-      return;
-    }
-    log::Partition* partition = FindPartition();
-    if (!partition) return;
-    const ServerOptions& options = server_.options();
-    Feed& feed = server_.FeedFor(*partition);
-    if (feed.subscribers >= options.max_subscribers) {
-      if (feed.subscribers == 0) server_.ReleaseFeed(feed);
-      RefuseWebSocket(CloseCode::kTooManySubscribers,
-                      CloseReason("too_many_subscribers", {{"max", options.max_subscribers}}));
-      return;
-    }
-    // Counted from here, so that the poll (which may close slow subscribers) keeps the feed.
-    ++feed.subscribers;
-    server_.CatchUp(feed);
-    const int64_t first = partition->FirstOffset().value();
-    const int64_t next = feed.head;
-    const int64_t min_replay = std::max(first, next - options.max_replay);
-    int64_t start = next;
-    if (target_.start.kind == StartOffset::Kind::kEarliest) {
-      start = min_replay;
-    } else if (target_.start.kind == StartOffset::Kind::kAt) {
-      const int64_t n = target_.start.offset;
-      std::optional<std::pair<CloseCode, std::string>> refusal;
-      if (first == next && n != next) {
-        refusal.emplace(CloseCode::kEmpty, CloseReason("empty", {{"offset", n}, {"next", next}}));
-      } else if (n > next) {
-        refusal.emplace(CloseCode::kAhead, CloseReason("ahead", {{"offset", n}, {"next", next}}));
-      } else if (n < first) {
-        refusal.emplace(CloseCode::kEvicted,
-                        CloseReason("evicted", {{"offset", n}, {"first", first}}));
-      } else if (n < min_replay) {
-        refusal.emplace(CloseCode::kTooOld,
-                        CloseReason("too_old", {{"offset", n}, {"min", min_replay}}));
-      }
-      if (refusal) {
-        if (--feed.subscribers == 0) server_.ReleaseFeed(feed);
-        RefuseWebSocket(refusal->first, refusal->second);
-        return;
-      }
-      start = n;
-    }
-    feed_ = &feed;
-    ++server_.counters().subscribers;
-    written_end_ = start;
-    last_written_ = start - 1;
-    QueueFrame(Opcode::kText, GreetingJson({.topic = target_.topic,
-                                            .partition = target_.partition,
-                                            .first = first,
-                                            .next = next,
-                                            .start = start,
-                                            .max_replay = options.max_replay,
-                                            .max_backlog = options.max_backlog}));
-    if (start == feed.head) {
-      JoinLive();
-    } else {
-      replay_.emplace(*partition, Offset(start));
-    }
+  // Queues the close frame (after what is queued; data stops) and waits for the peer's close,
+  // for at most the close grace.
+  void SendClose(CloseCode code, const std::string& reason) {
+    if (closing_) return;
+    closing_ = true;
+    close_code_ = code;
+    close_reason_ = reason;
+    closing_since_ = Clock::now();
+    if (subscriber_) subscriber_->Leave();
     Pump();
   }
 
-  void JoinLive() {
-    replay_.reset();
-    live_ = true;
-    next_seq_ = feed_->head_seq;
-    feed_->live.push_back(this);
+  // Handles the complete frames received, those that came with the upgrade request included.
+  void TakeFrames();
+
+  // Starts a write of everything queued (control frames and HTTP first, then data), unless one
+  // is in flight.
+  void Pump();
+
+  // An HTTP answer that ends the connection is out: FIN, then drop what the client still sends
+  // (the rest of a refused body) until it closes, so that closing with unread bytes does not
+  // reset the connection and destroy the answer before the client reads it. The close grace
+  // bounds the wait.
+  void Linger() {
+    lingering_ = true;
+    closing_since_ = Clock::now();
+    EndSending();
+    Drain();
   }
 
-  void LeaveFeed() {
-    if (!feed_) return;
-    if (live_) {
-      auto& live = feed_->live;
-      live.erase(std::find(live.begin(), live.end(), this));
-      live_ = false;
-    }
-    --feed_->subscribers;
-    --server_.counters().subscribers;
-    Feed& feed = *feed_;
-    feed_ = nullptr;
-    replay_.reset();
-    if (feed.subscribers == 0) server_.ReleaseFeed(feed);
-  }
-
-  // Adds the subscriber's next data to the write: batches of the feed when live, else the next
-  // replayed chunk (read from the log, below the feed's head). False if there is none.
-  bool TakeData(std::vector<asio::const_buffer>& buffers, size_t& bytes) {
-    if (!feed_ || closing_ || slow_) return false;
-    if (!live_) {
-      if (written_end_ == feed_->head) {
-        JoinLive();
-      } else {
-        // Up to kMaxWriteBytes per write: fewer rounds through the socket for a long replay.
-        bool any = false;
-        while (bytes < kMaxWriteBytes && replay_->position().value() < feed_->head) {
-          auto records = replay_->Next(kBatchRecords);
-          if (!records.ok()) {
-            if (any) break;  // what is taken goes out first; the error comes with the next take
-            const bool evicted = records.status().code() == StatusCode::kOutOfRange;
-            const int64_t first = feed_->partition.FirstOffset().value();
-            SendClose(evicted ? CloseCode::kEvicted : CloseCode::kServerError,
-                      evicted ? CloseReason("evicted", {{"offset", written_end_}, {"first", first}})
-                              : CloseReason("storage"));
-            return false;
-          }
-          auto span = *records;
-          size_t n = 0;
-          while (n < span.size() && span[n].offset.value() < feed_->head) ++n;
-          if (n == 0) break;  // the feed has not read that far: the next poll will
-          replay_->Seek(Offset(span[0].offset.value() + static_cast<int64_t>(n)));
-          auto batch = std::make_shared<EncodedBatch>(Encode(span.first(n)));
-          buffers.emplace_back(batch->bytes.data(), batch->bytes.size());
-          bytes += batch->bytes.size();
-          in_flight_.push_back(std::move(batch));
-          any = true;
-        }
-        return any;
-      }
-    }
-    bool any = false;
-    while (next_seq_ < feed_->head_seq && bytes < kMaxWriteBytes) {
-      const BatchPtr& batch = feed_->ring[next_seq_ - feed_->ring_first_seq];
-      buffers.emplace_back(batch->bytes.data(), batch->bytes.size());
-      bytes += batch->bytes.size();
-      in_flight_.push_back(batch);
-      ++next_seq_;
-      any = true;
-    }
-    if (!any) server_.RequestStep(*feed_);
-    return any;
-  }
-
-  // --- Publishing -----------------------------------------------------------------------------
-
-  // Checks the token and the topic; the publish partition, or nullptr after a refusal.
-  log::Partition* PublishPartition() {
-    if (server_.options().publish_token.empty() && CrossOrigin()) {
-      if (websocket_) {
-        RefuseWebSocket(CloseCode::kCrossOrigin, CloseReason("cross_origin"));
-      } else {
-        RefuseHttp(403, "Forbidden", R"({"error":"cross_origin"})");
-      }
-      return nullptr;
-    }
-    if (!Authorized(server_.options().publish_token)) {
-      if (websocket_) {
-        RefuseWebSocket(CloseCode::kUnauthorized, CloseReason("unauthorized"));
-      } else {
-        RefuseHttp(401, "Unauthorized", R"({"error":"unauthorized"})");
-      }
-      return nullptr;
-    }
-    log::Partition* partition = nullptr;
-    if (websocket_) {
-      partition = FindPartition();
-    } else {
-      auto topic = server_.log().GetTopic(target_.topic);
-      if (topic.ok() && target_.partition < (*topic)->num_partitions()) {
-        topic_ = *topic;
-        partition = &(*topic)->partition(PartitionId(target_.partition));
-      } else {
-        RefuseHttp(404, "Not Found", R"({"error":"not_found"})");
-      }
-    }
-    if (partition && !topic_->owner().empty()) {
-      if (websocket_) {
-        RefuseWebSocket(CloseCode::kNotWritable, CloseReason("not_writable"));
-      } else {
-        RefuseHttp(409, "Conflict", R"({"error":"not_writable"})");
-      }
-      return nullptr;
-    }
-    return partition;
-  }
-
-  void StartPublisher() {
-    mode_ = Mode::kPublisher;
-    publish_partition_ = PublishPartition();
-    Pump();  // the 101 (a refusal has sent it already)
-  }
-
-  void PublishHttp() {
-    publish_partition_ = PublishPartition();
-    if (!publish_partition_) return;
-    keep_alive_ = request_.keep_alive();
-    Publish(request_.body(), /*http=*/true);
-  }
-
-  // Appends one body's values (atomically: all or none) and queues its reply.
-  void Publish(std::string_view body, bool http) {
-    Reply reply{.seq = publish_seq_++, .http = http};
-    auto values = SplitPublishBody(body);
-    if (auto* error = std::get_if<BodyError>(&values)) {
-      reply.error = "{\"error\":\"not_json\"" + SeqMember(reply) + Member("line", error->line) +
-                    ",\"detail\":" + JsonString(error->detail) + "}";
-    } else if (std::get<0>(values).empty()) {
-      reply.error = "{\"error\":\"empty\"" + SeqMember(reply) + "}";
-    } else {
-      const auto& list = std::get<0>(values);
-      builder_.Clear();
-      const EventTime now(std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count());
-      for (std::string_view value : list) builder_.AddRaw(now, KeySerde::kNull, {}, value);
-      auto first = publish_partition_->Append(builder_, log::Durability::kFlushSoon);
-      if (!first.ok() && first.status().code() == StatusCode::kFailedPrecondition) {
-        // Claimed by a pipeline since the upgrade.
-        reply.error = "{\"error\":\"not_writable\"" + SeqMember(reply) + "}";
-      } else if (!first.ok()) {
-        reply.error = "{\"error\":\"storage\"" + SeqMember(reply) +
-                      ",\"detail\":" + JsonString(first.status().ToString()) + "}";
-      } else {
-        reply.first = first->value();
-        reply.count = static_cast<int64_t>(list.size());
-        server_.counters().published += reply.count;
-        server_.AwaitDurability(this);
-      }
-    }
-    replies_.push_back(std::move(reply));
-    FlushReplies();
-  }
-
-  std::string SeqMember(const Reply& reply) const {
-    return reply.http ? std::string() : Member("seq", static_cast<int64_t>(reply.seq));
-  }
-
-  // --- WebSocket frames in ---------------------------------------------------------------------
-
+ private:
   void ReadFrames() {
     socket_.async_read_some(
         asio::buffer(read_buffer_),
@@ -709,141 +449,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!destroyed_ && !peer_closed_) ReadFrames();
   }
 
-  // Handles the complete frames received, those that came with the upgrade request included.
-  void TakeFrames() {
-    ClientMessage message;
-    while (!destroyed_ && !protocol_error_) {
-      const FrameParser::Result result = frames_.Next(&message);
-      if (result == FrameParser::Result::kNeedMore) break;
-      if (result == FrameParser::Result::kError) {
-        // Fail the connection (RFC 6455 7.1.7): the close frame, then our end of the TCP
-        // connection, without waiting for the peer's close frame.
-        protocol_error_ = true;
-        if (close_sent_ && !writing_) {
-          EndSending();
-        } else if (frames_.error_code() == CloseCode::kTooBig) {
-          SendClose(
-              CloseCode::kTooBig,
-              CloseReason("too_big",
-                          {{"max", static_cast<int64_t>(server_.options().max_frame_bytes)}}));
-        } else {
-          SendClose(frames_.error_code(),
-                    CloseReason("protocol", {{"detail", frames_.error_reason()}}));
-        }
-        return;
-      }
-      OnMessage(message);
-    }
-  }
-
-  void OnMessage(ClientMessage& message) {
-    switch (message.opcode) {
-      case Opcode::kPing:
-        QueueFrame(Opcode::kPong, message.payload);
-        Pump();
-        return;
-      case Opcode::kPong:
-        return;
-      case Opcode::kClose:
-        peer_closed_ = true;
-        if (close_sent_) {
-          Destroy();
-        } else {
-          // Echo the code (RFC 6455 §5.5.1), then end the connection once it is written.
-          auto code = CloseCode::kNormal;
-          if (message.payload.size() >= 2) {
-            code = static_cast<CloseCode>((static_cast<unsigned char>(message.payload[0]) << 8) |
-                                          static_cast<unsigned char>(message.payload[1]));
-          }
-          SendClose(code, {});
-        }
-        return;
-      case Opcode::kText:
-      case Opcode::kBinary:
-        if (closing_) return;
-        if (mode_ == Mode::kSubscriber) {
-          SendClose(CloseCode::kUnsupportedData, CloseReason("subscriber_sent_data"));
-        } else if (message.opcode == Opcode::kBinary) {
-          SendClose(CloseCode::kUnsupportedData, CloseReason("binary"));
-        } else if (publish_partition_) {
-          Publish(message.payload, /*http=*/false);
-        }
-        return;
-      case Opcode::kContinuation:
-        return;
-    }
-  }
-
-  // --- Frames and bytes out -------------------------------------------------------------------
-
-  void Queue(std::string bytes) { queued_.push_back(std::move(bytes)); }
-
-  void QueueFrame(Opcode opcode, std::string_view payload) {
-    std::string frame;
-    AppendFrame(frame, opcode, payload);
-    Queue(std::move(frame));
-  }
-
-  void RefuseWebSocket(CloseCode code, const std::string& reason) {
-    ++server_.counters().refused;
-    SendClose(code, reason);
-  }
-
-  // Queues the close frame (after what is queued; data stops) and waits for the peer's close,
-  // for at most the close grace.
-  void SendClose(CloseCode code, const std::string& reason) {
-    if (closing_) return;
-    closing_ = true;
-    close_code_ = code;
-    close_reason_ = reason;
-    closing_since_ = Clock::now();
-    LeaveFeed();
-    Pump();
-  }
-
-  // Starts a write of everything queued (control frames and HTTP first, then data), unless one
-  // is in flight.
-  void Pump() {
-    if (destroyed_ || writing_) return;
-    if (slow_ && !closing_) {
-      SendClose(CloseCode::kTooSlow, CloseReason("too_slow", {{"last", last_written_}}));
-      return;
-    }
-    buffers_.clear();
-    size_t bytes = 0;
-    while (!queued_.empty() && bytes < kMaxWriteBytes) {
-      writing_owned_.push_back(std::move(queued_.front()));
-      queued_.pop_front();
-      bytes += writing_owned_.back().size();
-    }
-    for (const std::string& owned : writing_owned_)
-      buffers_.emplace_back(owned.data(), owned.size());
-    if (queued_.empty()) TakeData(buffers_, bytes);
-    // The close frame goes after the acknowledgements of the frames before it.
-    if (closing_ && !close_sent_ && queued_.empty() && replies_.empty()) {
-      std::string frame;
-      AppendCloseFrame(frame, close_code_, close_reason_);
-      writing_owned_.push_back(std::move(frame));
-      buffers_.emplace_back(writing_owned_.back().data(), writing_owned_.back().size());
-      close_sent_ = true;
-    }
-    if (buffers_.empty()) return;
-    writing_ = true;
-    asio::async_write(socket_, buffers_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->OnWritten(ec);
-    });
-  }
-
-  // An HTTP answer that ends the connection is out: FIN, then drop what the client still sends
-  // (the rest of a refused body) until it closes, so that closing with unread bytes does not
-  // reset the connection and destroy the answer before the client reads it. The close grace
-  // bounds the wait.
-  void Linger() {
-    lingering_ = true;
-    closing_since_ = Clock::now();
-    EndSending();
-    Drain();
-  }
+  void OnProtocolError();
+  void OnMessage(ClientMessage& message);
 
   void Drain() {
     socket_.async_read_some(asio::buffer(read_buffer_),
@@ -863,56 +470,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
   }
 
-  void OnWritten(beast::error_code ec) {
-    writing_ = false;
-    if (destroyed_) return;
-    if (ec) {
-      Destroy();
-      return;
-    }
-    for (const BatchPtr& batch : in_flight_) {
-      server_.counters().delivered += batch->count;
-      written_end_ = batch->end();
-    }
-    last_written_ = written_end_ - 1;
-    in_flight_.clear();
-    writing_owned_.clear();
-    if (close_sent_ && (peer_closed_ || !websocket_)) {
-      Destroy();
-      return;
-    }
-    if (close_sent_ && protocol_error_) {
-      EndSending();
-      return;
-    }
-    if (!websocket_ && close_after_write_) {
-      Linger();
-      return;
-    }
-    if (!websocket_ && queued_.empty() && requests_done_ && keep_alive_ && replies_.empty()) {
-      requests_done_ = false;
-      ReadRequest();
-      return;
-    }
-    Pump();
-  }
+  void OnWritten(beast::error_code ec);
 
   Server::Impl& server_;
   tcp::socket socket_;
-  Mode mode_ = Mode::kHttp;
   bool websocket_ = false;
   bool destroyed_ = false;
-
-  // HTTP.
-  beast::flat_buffer http_buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  http::request<http::string_body> request_;
-  Target target_;
-  bool keep_alive_ = false;
-  bool requests_done_ = false;  // a request was read and its answer is (being) written
-  bool close_after_write_ = false;
-  bool lingering_ = false;  // the answer is out; waiting for the client to close
-  log::Topic* topic_ = nullptr;
+  bool lingering_ = false;  // an HTTP answer is out; waiting for the client to close
 
   // WebSocket in.
   std::array<char, 64 << 10> read_buffer_;
@@ -925,7 +489,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Out.
   std::deque<std::string> queued_;
   std::vector<std::string> writing_owned_;
-  std::vector<BatchPtr> in_flight_;
   std::vector<asio::const_buffer> buffers_;
   bool writing_ = false;
   bool closing_ = false;      // a close is decided: no more data
@@ -935,52 +498,130 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string close_reason_;
   Clock::time_point closing_since_;
 
-  // Subscriber.
-  Feed* feed_ = nullptr;
-  bool live_ = false;
-  bool slow_ = false;
-  uint64_t next_seq_ = 0;    // live: the next batch of the feed to write
-  int64_t written_end_ = 0;  // every message below it is written to the socket
-  int64_t last_written_ = -1;
-  std::optional<log::PartitionReader> replay_;
-
-  // Publisher (WebSocket or HTTP).
-  log::Partition* publish_partition_ = nullptr;
-  uint64_t publish_seq_ = 0;
-  std::deque<Reply> replies_;
-  log::RecordBatchBuilder builder_;
+  // What the requests asked for.
+  HttpRequests http_;
+  std::unique_ptr<Subscriber> subscriber_;
+  std::unique_ptr<Publisher> publisher_;
 };
 
-bool Connection::FlushReplies() {
-  bool queued = false;
-  while (!replies_.empty()) {
-    Reply& reply = replies_.front();
-    std::string body = std::move(reply.error);
-    if (body.empty()) {
-      if (publish_partition_->DurableEnd().value() < reply.first + reply.count) break;
-      body = reply.http
-                 ? "{\"first\":" + std::to_string(reply.first) + Member("count", reply.count) + "}"
-                 : "{\"ack\":" + std::to_string(reply.seq) + Member("first", reply.first) +
-                       Member("count", reply.count) + "}";
-      if (reply.http) {
-        Queue(HttpResponse(200, "OK", body, keep_alive_));
-        close_after_write_ = !keep_alive_;
-      }
-    } else if (reply.http) {
-      const bool storage = body.starts_with("{\"error\":\"storage\"");
-      const bool not_writable = body.starts_with("{\"error\":\"not_writable\"");
-      Queue(not_writable
-                ? HttpResponse(409, "Conflict", body, keep_alive_)
-                : HttpResponse(storage ? 503 : 400, storage ? "Service Unavailable" : "Bad Request",
-                               body, keep_alive_));
-      close_after_write_ = !keep_alive_;
+// --- Connection ------------------------------------------------------------------------------
+
+void Connection::TakeFrames() {
+  ClientMessage message;
+  while (!destroyed_ && !protocol_error_) {
+    const FrameParser::Result result = frames_.Next(&message);
+    if (result == FrameParser::Result::kNeedMore) break;
+    if (result == FrameParser::Result::kError) {
+      OnProtocolError();
+      return;
     }
-    if (!reply.http) QueueFrame(Opcode::kText, body);
-    replies_.pop_front();
-    queued = true;
+    OnMessage(message);
   }
-  if (queued) Pump();
-  return !replies_.empty();
+}
+
+// Fails the connection (RFC 6455 7.1.7): the close frame, then our end of the TCP connection,
+// without waiting for the peer's close frame.
+void Connection::OnProtocolError() {
+  protocol_error_ = true;
+  if (close_sent_ && !writing_) {
+    EndSending();
+  } else if (frames_.error_code() == CloseCode::kTooBig) {
+    SendClose(
+        CloseCode::kTooBig,
+        CloseReason("too_big", {{"max", static_cast<int64_t>(server_.options().max_frame_bytes)}}));
+  } else {
+    SendClose(frames_.error_code(), CloseReason("protocol", {{"detail", frames_.error_reason()}}));
+  }
+}
+
+void Connection::OnMessage(ClientMessage& message) {
+  switch (message.opcode) {
+    case Opcode::kPing:
+      QueueFrame(Opcode::kPong, message.payload);
+      Pump();
+      return;
+    case Opcode::kPong:
+      return;
+    case Opcode::kClose:
+      peer_closed_ = true;
+      if (close_sent_) {
+        Destroy();
+      } else {
+        // Echo the code (RFC 6455 §5.5.1), then end the connection once it is written.
+        auto code = CloseCode::kNormal;
+        if (message.payload.size() >= 2) {
+          code = static_cast<CloseCode>((static_cast<unsigned char>(message.payload[0]) << 8) |
+                                        static_cast<unsigned char>(message.payload[1]));
+        }
+        SendClose(code, {});
+      }
+      return;
+    case Opcode::kText:
+    case Opcode::kBinary:
+      if (closing_) return;
+      if (subscriber_) {
+        SendClose(CloseCode::kUnsupportedData, CloseReason("subscriber_sent_data"));
+      } else if (message.opcode == Opcode::kBinary) {
+        SendClose(CloseCode::kUnsupportedData, CloseReason("binary"));
+      } else if (publisher_) {
+        publisher_->Publish(message.payload);
+      }
+      return;
+    case Opcode::kContinuation:
+      return;
+  }
+}
+
+void Connection::Pump() {
+  if (destroyed_ || writing_) return;
+  if (subscriber_ && subscriber_->slow() && !closing_) {
+    SendClose(CloseCode::kTooSlow,
+              CloseReason("too_slow", {{"last", subscriber_->last_written()}}));
+    return;
+  }
+  buffers_.clear();
+  size_t bytes = 0;
+  while (!queued_.empty() && bytes < kMaxWriteBytes) {
+    writing_owned_.push_back(std::move(queued_.front()));
+    queued_.pop_front();
+    bytes += writing_owned_.back().size();
+  }
+  for (const std::string& owned : writing_owned_) buffers_.emplace_back(owned.data(), owned.size());
+  if (queued_.empty() && subscriber_) subscriber_->TakeData(buffers_, bytes);
+  // The close frame goes after the acknowledgements of the frames before it.
+  if (closing_ && !close_sent_ && queued_.empty() && (!publisher_ || publisher_->idle())) {
+    std::string frame;
+    AppendCloseFrame(frame, close_code_, close_reason_);
+    writing_owned_.push_back(std::move(frame));
+    buffers_.emplace_back(writing_owned_.back().data(), writing_owned_.back().size());
+    close_sent_ = true;
+  }
+  if (buffers_.empty()) return;
+  writing_ = true;
+  asio::async_write(socket_, buffers_, [self = shared_from_this()](beast::error_code ec, size_t) {
+    self->OnWritten(ec);
+  });
+}
+
+void Connection::OnWritten(beast::error_code ec) {
+  writing_ = false;
+  if (destroyed_) return;
+  if (ec) {
+    Destroy();
+    return;
+  }
+  if (subscriber_) subscriber_->Written();
+  writing_owned_.clear();
+  if (close_sent_ && (peer_closed_ || !websocket_)) {
+    Destroy();
+    return;
+  }
+  if (close_sent_ && protocol_error_) {
+    EndSending();
+    return;
+  }
+  if (!websocket_ && http_.Written(queued_.empty(), !publisher_ || publisher_->idle())) return;
+  Pump();
 }
 
 void Connection::Tick(Clock::time_point now) {
@@ -990,7 +631,7 @@ void Connection::Tick(Clock::time_point now) {
     return;
   }
   if (!websocket_) {
-    if (!requests_done_ && now - last_rx_ > options.handshake_timeout) Destroy();
+    if (!http_.answering() && now - last_rx_ > options.handshake_timeout) Destroy();
     return;
   }
   if (now - last_rx_ > options.idle_timeout) {
@@ -1000,6 +641,543 @@ void Connection::Tick(Clock::time_point now) {
     QueueFrame(Opcode::kPing, {});
     Pump();
   }
+}
+
+// --- Subscriber ------------------------------------------------------------------------------
+
+void Subscriber::Start(log::Partition& partition, const Target& target) {
+  const ServerOptions& options = server_.options();
+  Feed& feed = server_.FeedFor(partition);
+  if (feed.subscribers >= options.max_subscribers) {
+    if (feed.subscribers == 0) server_.ReleaseFeed(feed);
+    connection_.RefuseWebSocket(
+        CloseCode::kTooManySubscribers,
+        CloseReason("too_many_subscribers", {{"max", options.max_subscribers}}));
+    return;
+  }
+  // Counted from here, so that the poll (which may close slow subscribers) keeps the feed.
+  ++feed.subscribers;
+  server_.CatchUp(feed);
+  const int64_t first = partition.FirstOffset().value();
+  const int64_t next = feed.head;
+  const int64_t min_replay = std::max(first, next - options.max_replay);
+  int64_t start = next;
+  if (target.start.kind == StartOffset::Kind::kEarliest) {
+    start = min_replay;
+  } else if (target.start.kind == StartOffset::Kind::kAt) {
+    start = target.start.offset;
+    if (auto refusal = RefuseStart(start, first, next, min_replay)) {
+      if (--feed.subscribers == 0) server_.ReleaseFeed(feed);
+      connection_.RefuseWebSocket(refusal->first, refusal->second);
+      return;
+    }
+  }
+  feed_ = &feed;
+  ++server_.counters().subscribers;
+  written_end_ = start;
+  last_written_ = start - 1;
+  connection_.QueueFrame(Opcode::kText, GreetingJson({.topic = target.topic,
+                                                      .partition = target.partition,
+                                                      .first = first,
+                                                      .next = next,
+                                                      .start = start,
+                                                      .max_replay = options.max_replay,
+                                                      .max_backlog = options.max_backlog}));
+  if (start == feed.head) {
+    JoinLive();
+  } else {
+    replay_.emplace(partition, Offset(start));
+  }
+  connection_.Pump();
+}
+
+std::optional<std::pair<CloseCode, std::string>> Subscriber::RefuseStart(int64_t n, int64_t first,
+                                                                         int64_t next,
+                                                                         int64_t min_replay) {
+  if (first == next && n != next) {
+    return std::pair(CloseCode::kEmpty, CloseReason("empty", {{"offset", n}, {"next", next}}));
+  }
+  if (n > next) {
+    return std::pair(CloseCode::kAhead, CloseReason("ahead", {{"offset", n}, {"next", next}}));
+  }
+  if (n < first) {
+    return std::pair(CloseCode::kEvicted,
+                     CloseReason("evicted", {{"offset", n}, {"first", first}}));
+  }
+  if (n < min_replay) {
+    return std::pair(CloseCode::kTooOld,
+                     CloseReason("too_old", {{"offset", n}, {"min", min_replay}}));
+  }
+  return std::nullopt;
+}
+
+void Subscriber::JoinLive() {
+  replay_.reset();
+  live_ = true;
+  next_seq_ = feed_->head_seq;
+  feed_->live.push_back(this);
+}
+
+void Subscriber::Leave() {
+  if (!feed_) return;
+  if (live_) {
+    auto& live = feed_->live;
+    live.erase(std::find(live.begin(), live.end(), this));
+    live_ = false;
+  }
+  --feed_->subscribers;
+  --server_.counters().subscribers;
+  Feed& feed = *feed_;
+  feed_ = nullptr;
+  replay_.reset();
+  if (feed.subscribers == 0) server_.ReleaseFeed(feed);
+}
+
+void Subscriber::OnBatch() { connection_.Pump(); }
+
+void Subscriber::CloseTooSlow() {
+  ++server_.counters().too_slow;
+  Leave();
+  slow_ = true;  // the close frame is made once the write in flight is done (its `last`)
+  connection_.Pump();
+}
+
+bool Subscriber::WantsMore(uint64_t head_seq) const {
+  return !connection_.writing() && next_seq_ == head_seq;
+}
+
+bool Subscriber::TakeData(std::vector<asio::const_buffer>& buffers, size_t& bytes) {
+  if (!feed_ || connection_.closing() || slow_) return false;
+  if (!live_) {
+    if (written_end_ != feed_->head) return TakeReplay(buffers, bytes);
+    JoinLive();
+  }
+  return TakeLive(buffers, bytes);
+}
+
+// Up to kMaxWriteBytes per write: fewer rounds through the socket for a long replay.
+bool Subscriber::TakeReplay(std::vector<asio::const_buffer>& buffers, size_t& bytes) {
+  bool any = false;
+  while (bytes < kMaxWriteBytes && replay_->position().value() < feed_->head) {
+    auto records = replay_->Next(kBatchRecords);
+    if (!records.ok()) {
+      if (any) break;  // what is taken goes out first; the error comes with the next take
+      const bool evicted = records.status().code() == StatusCode::kOutOfRange;
+      const int64_t first = feed_->partition.FirstOffset().value();
+      connection_.SendClose(
+          evicted ? CloseCode::kEvicted : CloseCode::kServerError,
+          evicted ? CloseReason("evicted", {{"offset", written_end_}, {"first", first}})
+                  : CloseReason("storage"));
+      return false;
+    }
+    auto span = *records;
+    size_t n = 0;
+    while (n < span.size() && span[n].offset.value() < feed_->head) ++n;
+    if (n == 0) break;  // the feed has not read that far: the next poll will
+    replay_->Seek(Offset(span[0].offset.value() + static_cast<int64_t>(n)));
+    auto batch = std::make_shared<EncodedBatch>(Encode(span.first(n)));
+    buffers.emplace_back(batch->bytes.data(), batch->bytes.size());
+    bytes += batch->bytes.size();
+    in_flight_.push_back(std::move(batch));
+    any = true;
+  }
+  return any;
+}
+
+bool Subscriber::TakeLive(std::vector<asio::const_buffer>& buffers, size_t& bytes) {
+  bool any = false;
+  while (next_seq_ < feed_->head_seq && bytes < kMaxWriteBytes) {
+    const BatchPtr& batch = feed_->ring[next_seq_ - feed_->ring_first_seq];
+    buffers.emplace_back(batch->bytes.data(), batch->bytes.size());
+    bytes += batch->bytes.size();
+    in_flight_.push_back(batch);
+    ++next_seq_;
+    any = true;
+  }
+  if (!any) server_.RequestStep(*feed_);
+  return any;
+}
+
+void Subscriber::Written() {
+  for (const BatchPtr& batch : in_flight_) {
+    server_.counters().delivered += batch->count;
+    written_end_ = batch->end();
+  }
+  last_written_ = written_end_ - 1;
+  in_flight_.clear();
+}
+
+// --- Publisher -------------------------------------------------------------------------------
+
+Value Publisher::Error(const Reply& reply, std::string_view error,
+                       std::initializer_list<Value::Member> members) const {
+  Value body = Value::MakeObject({{"error", error}});
+  if (!http_) body.Set("seq", static_cast<int64_t>(reply.seq));
+  for (const Value::Member& member : members) body.as_object().push_back(member);
+  return body;
+}
+
+void Publisher::Publish(std::string_view body) {
+  Reply reply{.seq = seq_++};
+  auto values = SplitPublishBody(body);
+  if (auto* error = std::get_if<BodyError>(&values)) {
+    reply.error = Error(reply, "not_json", {{"line", error->line}, {"detail", error->detail}});
+    reply.http_status = 400;
+  } else if (std::get<0>(values).empty()) {
+    reply.error = Error(reply, "empty");
+    reply.http_status = 400;
+  } else {
+    const auto& list = std::get<0>(values);
+    builder_.Clear();
+    const EventTime now(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count());
+    for (std::string_view value : list) builder_.AddRaw(now, KeySerde::kNull, {}, value);
+    auto first = partition_.Append(builder_, log::Durability::kFlushSoon);
+    if (!first.ok() && first.status().code() == StatusCode::kFailedPrecondition) {
+      // Claimed by a pipeline since the upgrade.
+      reply.error = Error(reply, "not_writable");
+      reply.http_status = 409;
+    } else if (!first.ok()) {
+      reply.error = Error(reply, "storage", {{"detail", first.status().ToString()}});
+      reply.http_status = 503;
+    } else {
+      reply.first = first->value();
+      reply.count = static_cast<int64_t>(list.size());
+      server_.counters().published += reply.count;
+      server_.AwaitDurability(&connection_);
+    }
+  }
+  replies_.push_back(std::move(reply));
+  FlushReplies();
+}
+
+bool Publisher::FlushReplies() {
+  bool queued = false;
+  while (!replies_.empty()) {
+    const Reply& reply = replies_.front();
+    if (reply.error) {
+      Answer(reply, *reply.error);
+    } else if (partition_.DurableEnd().value() < reply.first + reply.count) {
+      break;
+    } else if (http_) {
+      Answer(reply, Value::MakeObject({{"first", reply.first}, {"count", reply.count}}));
+    } else {
+      Answer(reply, Value::MakeObject({{"ack", static_cast<int64_t>(reply.seq)},
+                                       {"first", reply.first},
+                                       {"count", reply.count}}));
+    }
+    replies_.pop_front();
+    queued = true;
+  }
+  if (queued) connection_.Pump();
+  return !replies_.empty();
+}
+
+void Publisher::Answer(const Reply& reply, const Value& body) {
+  if (!http_) {
+    connection_.QueueFrame(Opcode::kText, body.ToJson());
+    return;
+  }
+  const int status = reply.http_status;
+  const std::string_view reason = status == 200   ? "OK"
+                                  : status == 409 ? "Conflict"
+                                  : status == 503 ? "Service Unavailable"
+                                                  : "Bad Request";
+  connection_.http().QueueAnswer(status, reason, body);
+}
+
+// --- HttpRequests ----------------------------------------------------------------------------
+
+namespace {
+
+Value ErrorJson(std::string_view error) { return Value::MakeObject({{"error", error}}); }
+
+}  // namespace
+
+void HttpRequests::ReadRequest() {
+  parser_.emplace();
+  parser_->header_limit(16 << 10);
+  parser_->body_limit(server_.options().max_frame_bytes);
+  http::async_read_header(connection_.socket(), buffer_, *parser_,
+                          [self = connection_.shared_from_this()](beast::error_code ec, size_t) {
+                            self->http().OnHeader(ec);
+                          });
+}
+
+// A client that sent `Expect: 100-continue` (curl, for a body above 1 KiB) waits for the 100
+// before it sends the body; an oversize body was refused from its header already.
+void HttpRequests::OnHeader(beast::error_code ec) {
+  if (connection_.destroyed()) return;
+  if (ec || parser_->is_done()) {
+    OnRequest(ec);
+    return;
+  }
+  if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
+    connection_.Queue("HTTP/1.1 100 Continue\r\n\r\n");
+    connection_.Pump();
+  }
+  http::async_read(connection_.socket(), buffer_, *parser_,
+                   [self = connection_.shared_from_this()](beast::error_code ec, size_t) {
+                     self->http().OnRequest(ec);
+                   });
+}
+
+void HttpRequests::OnRequest(beast::error_code ec) {
+  if (connection_.destroyed()) return;
+  connection_.Received();
+  if (ec == http::error::body_limit) {
+    Refuse(413, "Payload Too Large",
+           Value::MakeObject({{"error", "too_big"},
+                              {"max", static_cast<int64_t>(server_.options().max_frame_bytes)}}));
+    return;
+  }
+  if (ec) {
+    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::operation_aborted || ec == asio::error::connection_reset) {
+      connection_.Destroy();
+    } else {
+      Refuse(400, "Bad Request",
+             Value::MakeObject({{"reason", "bad_request"}, {"detail", ec.message()}}));
+    }
+    return;
+  }
+  request_ = parser_->release();
+  requests_done_ = true;
+  auto parsed = ParseTarget(std::string_view(request_.target().data(), request_.target().size()));
+  const bool upgrade = beast::websocket::is_upgrade(request_);
+  if (auto* error = std::get_if<TargetError>(&parsed)) {
+    OnBadTarget(*error, upgrade);
+    return;
+  }
+  target_ = std::get<Target>(std::move(parsed));
+  if (upgrade) {
+    OnUpgrade();
+  } else {
+    OnPlainRequest();
+  }
+}
+
+void HttpRequests::OnBadTarget(const TargetError& error, bool upgrade) {
+  const bool not_found = error.kind == TargetError::Kind::kNotFound;
+  if (upgrade && Upgrade()) {
+    connection_.RefuseWebSocket(not_found ? CloseCode::kNotFound : CloseCode::kBadRequest,
+                                not_found ? CloseReason("not_found", {{"partitions", 0}})
+                                          : CloseReason("bad_request", {{"param", error.param}}));
+    connection_.TakeFrames();
+  } else if (!upgrade) {
+    Refuse(not_found ? 404 : 400, not_found ? "Not Found" : "Bad Request",
+           not_found ? ErrorJson("not_found")
+                     : Value::MakeObject({{"error", "bad_request"}, {"param", error.param}}));
+  }
+}
+
+void HttpRequests::OnUpgrade() {
+  if (target_.endpoint != Endpoint::kStreams && target_.endpoint != Endpoint::kPublish) {
+    Refuse(405, "Method Not Allowed", ErrorJson("not_a_websocket_endpoint"));
+    return;
+  }
+  if (!Upgrade()) return;
+  if (target_.endpoint == Endpoint::kStreams) {
+    Subscribe();
+  } else {
+    connection_.StartPublisher(PublishPartition(), /*http=*/false);
+    connection_.Pump();  // the 101 (a refusal has sent it already)
+  }
+  connection_.TakeFrames();
+}
+
+void HttpRequests::OnPlainRequest() {
+  switch (target_.endpoint) {
+    case Endpoint::kHealth:
+      Respond(200, "OK", Value::MakeObject({{"status", "ok"}}), request_.keep_alive());
+      return;
+    case Endpoint::kTopics:
+      Respond(200, "OK", TopicsJson(), request_.keep_alive());
+      return;
+    case Endpoint::kPublish:
+      if (request_.method() != http::verb::post) {
+        Refuse(405, "Method Not Allowed", ErrorJson("post_to_publish"));
+        return;
+      }
+      PublishHttp();
+      return;
+    case Endpoint::kStreams:
+      Refuse(426, "Upgrade Required", ErrorJson("websocket_upgrade_required"));
+      return;
+  }
+}
+
+Value HttpRequests::TopicsJson() {
+  Value::Array topics;
+  for (const std::string& name : server_.log().ListTopics()) {
+    auto topic = server_.log().GetTopic(name);
+    if (!topic.ok()) continue;
+    Value::Array partitions;
+    for (int32_t p = 0; p < (*topic)->num_partitions(); ++p) {
+      log::Partition& partition = (*topic)->partition(PartitionId(p));
+      partitions.push_back(Value::MakeObject({{"partition", p},
+                                              {"first", partition.FirstOffset().value()},
+                                              {"next", partition.NextOffset().value()}}));
+    }
+    topics.push_back(Value::MakeObject({{"topic", name}, {"partitions", std::move(partitions)}}));
+  }
+  return Value(std::move(topics));
+}
+
+void HttpRequests::QueueAnswer(int status, std::string_view reason, const Value& body) {
+  const std::string json = body.ToJson();
+  connection_.Queue(HttpResponse(status, reason, json, keep_alive_));
+  close_after_write_ = !keep_alive_;
+}
+
+void HttpRequests::Respond(int status, std::string_view reason, const Value& body,
+                           bool keep_alive) {
+  keep_alive_ = keep_alive;
+  QueueAnswer(status, reason, body);
+  connection_.Pump();
+}
+
+void HttpRequests::Refuse(int status, std::string_view reason, const Value& body) {
+  ++server_.counters().refused;
+  Respond(status, reason, body, false);
+}
+
+bool HttpRequests::Written(bool queue_empty, bool replies_done) {
+  if (close_after_write_) {
+    connection_.Linger();
+    return true;
+  }
+  if (queue_empty && requests_done_ && keep_alive_ && replies_done) {
+    requests_done_ = false;
+    ReadRequest();
+    return true;
+  }
+  return false;
+}
+
+bool HttpRequests::Upgrade() {
+  auto key = request_[http::field::sec_websocket_key];
+  if (request_.method() != http::verb::get || key.empty() || key.size() > 64) {
+    Refuse(400, "Bad Request", ErrorJson("bad_websocket_upgrade"));
+    return false;
+  }
+  if (request_[http::field::sec_websocket_version] != "13") {
+    ++server_.counters().refused;
+    keep_alive_ = false;
+    connection_.Queue(
+        "HTTP/1.1 426 Upgrade Required\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\n"
+        "Connection: close\r\n\r\n");
+    close_after_write_ = true;
+    connection_.Pump();
+    return false;
+  }
+  beast::websocket::detail::sec_ws_accept_type accept;
+  beast::websocket::detail::make_sec_ws_accept(accept, key);
+  connection_.Queue(
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Accept: " +
+      std::string(accept.data(), accept.size()) + "\r\n\r\n");
+  websocket_ = true;
+  // Frames the client sent right after its request are already in the HTTP buffer.
+  const auto data = buffer_.data();
+  const std::string early(static_cast<const char*>(data.data()), data.size());
+  buffer_.consume(buffer_.size());
+  connection_.BecomeWebSocket(early);
+  return true;
+}
+
+std::optional<std::string_view> HttpRequests::RequestToken() {
+  if (target_.token) return std::string_view(*target_.token);
+  auto header = request_[http::field::authorization];
+  return BearerToken(std::string_view(header.data(), header.size()));
+}
+
+bool HttpRequests::Authorized(const std::string& expected) {
+  if (expected.empty()) return true;
+  auto given = RequestToken();
+  return given && TokenMatches(*given, expected);
+}
+
+// A browser page from another site: its Origin names a host other than the one it asked. Any
+// web page could otherwise publish to a server on the user's own machine.
+bool HttpRequests::CrossOrigin() const {
+  auto origin = request_[http::field::origin];
+  if (origin.empty()) return false;
+  std::string_view host(origin.data(), origin.size());
+  const size_t scheme = host.find("://");
+  if (scheme != std::string_view::npos) host.remove_prefix(scheme + 3);
+  auto asked = request_[http::field::host];
+  return host != std::string_view(asked.data(), asked.size());
+}
+
+log::Partition* HttpRequests::FindPartition() {
+  auto topic = server_.log().GetTopic(target_.topic);
+  if (!topic.ok()) {
+    connection_.RefuseWebSocket(CloseCode::kNotFound,
+                                CloseReason("not_found", {{"partitions", 0}}));
+    return nullptr;
+  }
+  if (target_.partition >= (*topic)->num_partitions()) {
+    connection_.RefuseWebSocket(
+        CloseCode::kNotFound,
+        CloseReason("not_found", {{"partitions", (*topic)->num_partitions()}}));
+    return nullptr;
+  }
+  topic_ = *topic;
+  return &(*topic)->partition(PartitionId(target_.partition));
+}
+
+void HttpRequests::Subscribe() {
+  Subscriber& subscriber = connection_.StartSubscriber();
+  if (!Authorized(server_.options().subscribe_token)) {
+    connection_.RefuseWebSocket(CloseCode::kUnauthorized, CloseReason("unauthorized"));
+    return;
+  }
+  if (log::Partition* partition = FindPartition()) subscriber.Start(*partition, target_);
+}
+
+log::Partition* HttpRequests::PublishPartition() {
+  // A refusal: a close frame once upgraded, else an HTTP answer.
+  auto refuse = [&](CloseCode code, std::string_view reason, int status,
+                    std::string_view status_text) {
+    if (websocket_) {
+      connection_.RefuseWebSocket(code, CloseReason(reason));
+    } else {
+      Refuse(status, status_text, ErrorJson(reason));
+    }
+    return nullptr;
+  };
+  if (server_.options().publish_token.empty() && CrossOrigin()) {
+    return refuse(CloseCode::kCrossOrigin, "cross_origin", 403, "Forbidden");
+  }
+  if (!Authorized(server_.options().publish_token)) {
+    return refuse(CloseCode::kUnauthorized, "unauthorized", 401, "Unauthorized");
+  }
+  log::Partition* partition = nullptr;
+  if (websocket_) {
+    partition = FindPartition();
+  } else {
+    auto topic = server_.log().GetTopic(target_.topic);
+    if (topic.ok() && target_.partition < (*topic)->num_partitions()) {
+      topic_ = *topic;
+      partition = &(*topic)->partition(PartitionId(target_.partition));
+    } else {
+      Refuse(404, "Not Found", ErrorJson("not_found"));
+    }
+  }
+  if (partition && !topic_->owner().empty()) {
+    return refuse(CloseCode::kNotWritable, "not_writable", 409, "Conflict");
+  }
+  return partition;
+}
+
+void HttpRequests::PublishHttp() {
+  log::Partition* partition = PublishPartition();
+  if (!partition) return;
+  keep_alive_ = request_.keep_alive();
+  connection_.StartPublisher(partition, /*http=*/true);
+  connection_.publisher().Publish(request_.body());
 }
 
 // --- Server::Impl --------------------------------------------------------------------------------
@@ -1111,9 +1289,9 @@ bool Server::Impl::PollFeed(Feed& feed) {
     ++feed.head_seq;
   }
   const bool progressed = !failed && !records->empty();
-  std::vector<Connection*> slow;
+  std::vector<Subscriber*> slow;
   uint64_t min_seq = feed.head_seq;
-  for (Connection* subscriber : feed.live) {
+  for (Subscriber* subscriber : feed.live) {
     if (failed) {
       slow.push_back(subscriber);
     } else if (feed.head - subscriber->written_end() > options_.max_backlog) {
@@ -1128,10 +1306,10 @@ bool Server::Impl::PollFeed(Feed& feed) {
     ++feed.ring_first_seq;
   }
   // Closing a subscriber may release the feed (the last one): work on a copy.
-  std::vector<Connection*> live = feed.live;
-  for (Connection* subscriber : slow) subscriber->CloseTooSlow();
+  std::vector<Subscriber*> live = feed.live;
+  for (Subscriber* subscriber : slow) subscriber->CloseTooSlow();
   if (slow.size() == live.size()) return progressed;
-  for (Connection* subscriber : live) {
+  for (Subscriber* subscriber : live) {
     if (std::find(slow.begin(), slow.end(), subscriber) == slow.end()) subscriber->OnBatch();
   }
   return progressed;
@@ -1172,7 +1350,7 @@ void Server::Impl::OnLogChanged() {
     Feed& feed = *it->second;
     if (feed.live.empty() ||
         std::any_of(feed.live.begin(), feed.live.end(),
-                    [&](const Connection* c) { return c->WantsMore(feed.head_seq); })) {
+                    [&](const Subscriber* s) { return s->WantsMore(feed.head_seq); })) {
       PollFeed(feed);
     }
   }
