@@ -1,13 +1,13 @@
 #include "app/task.h"
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 #include <thread>
 #include <tuple>
 
 #include "app/manifest.h"
 #include "app/runtime.h"
+#include "app/task_meta.h"
 #include "core/fault_injection.h"
 #include "dataflow/watermark_marks.h"
 
@@ -42,39 +42,6 @@ int64_t WallClockMs() {
       .count();
 }
 
-std::optional<int64_t> ParseInt64(std::string_view text) {
-  int64_t v;
-  auto r = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (r.ec != std::errc() || r.ptr != text.data() + text.size()) return std::nullopt;
-  return v;
-}
-
-Result<int64_t> ParseInt(const std::string& s, std::string_view what) {
-  std::optional<int64_t> v = ParseInt64(s);
-  if (!v) return Status::Corruption("bad " + std::string(what) + " in task state: '" + s + "'");
-  return *v;
-}
-
-// Takes `text` up to the next `separator` (all of it if there is none) and moves past it.
-std::string_view TakeUntil(std::string_view& text, char separator) {
-  size_t at = text.find(separator);
-  std::string_view taken = text.substr(0, at);
-  text = at == std::string_view::npos ? std::string_view() : text.substr(at + 1);
-  return taken;
-}
-
-// Takes the next ','-separated entry of `saved`, four ':'-separated integers; false if it is
-// malformed.
-bool TakeFourFields(std::string_view& saved, int64_t (&fields)[4]) {
-  std::string_view entry = TakeUntil(saved, ',');
-  for (int64_t& field : fields) {
-    std::optional<int64_t> v = ParseInt64(TakeUntil(entry, ':'));
-    if (!v) return false;
-    field = *v;
-  }
-  return true;
-}
-
 }  // namespace
 
 Task::Task(Runtime& runtime, const SubTopology& sub, PartitionId partition)
@@ -98,9 +65,10 @@ Status Task::Open(int64_t checkpoint) {
   WEIR_ASSIGN_OR_RETURN(std::optional<std::string> stored_checkpoint,
                         store_->GetMeta(kMetaCheckpoint));
   if (stored_checkpoint) {
-    WEIR_ASSIGN_OR_RETURN(int64_t at, ParseInt(*stored_checkpoint, "checkpoint"));
-    if (at != checkpoint) {
-      return Status::Corruption("task " + id_ + " state is at checkpoint " + std::to_string(at) +
+    Result<int64_t> at = DecodeCheckpointNumber(*stored_checkpoint);
+    if (!at.ok()) return at.status().WithContext("task " + id_);
+    if (*at != checkpoint) {
+      return Status::Corruption("task " + id_ + " state is at checkpoint " + std::to_string(*at) +
                                 " but the manifest says " + std::to_string(checkpoint) + " (" +
                                 runtime_.TaskDir(id_).string() + ")");
     }
@@ -123,8 +91,9 @@ Status Task::Open(int64_t checkpoint) {
   }
   WEIR_ASSIGN_OR_RETURN(std::optional<std::string> watermark, store_->GetMeta(kMetaWatermark));
   if (watermark) {
-    WEIR_ASSIGN_OR_RETURN(int64_t wm, ParseInt(*watermark, "watermark"));
-    watermark_ = Watermark(wm);
+    Result<Watermark> saved = DecodeTaskWatermark(*watermark);
+    if (!saved.ok()) return saved.status().WithContext("task " + id_);
+    watermark_ = *saved;
   }
   WEIR_ASSIGN_OR_RETURN(std::optional<std::string> input_watermarks,
                         store_->GetMeta(kMetaInputWatermarks));
@@ -364,58 +333,54 @@ Status Task::ProcessRedeliveries() {
 }
 
 std::string Task::SaveHeld() const {
-  // "input:position:token:deliveries" per delivery, comma-separated; those waiting for their
-  // redelivery count as held. Records an input has read but the merge has not reached yet are
-  // saved too, as never delivered (its saved position is past them).
-  // Sorted, so that a restart redelivers them in one order whatever the hash table's.
-  std::vector<Redelivery> all(redeliveries_);
-  for (Redelivery& r : all) --r.deliveries;
+  // Those waiting for their redelivery count as held, delivered as often as before the nak.
+  // Records an input has read but the merge has not reached yet are saved too, never delivered
+  // (its saved position is past them). Sorted, so that a restart redelivers them in one order
+  // whatever the hash table's.
+  std::vector<SavedDelivery> all;
+  for (const Redelivery& r : redeliveries_) {
+    all.push_back({r.input, r.position, r.token, DeliveryState::kHeld, r.deliveries - 1});
+  }
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const Input& input = inputs_[i];
     if (input.redelivers_itself) continue;  // not acknowledged: the broker resends them
     const dataflow::SourceBatch& batch = input.batch;
     for (size_t k = input.next; k < batch.records.size(); ++k) {
-      all.push_back({static_cast<int32_t>(i), batch.positions[k], batch.reread_token(k), 0});
+      all.push_back({static_cast<int32_t>(i), batch.positions[k], batch.reread_token(k),
+                     DeliveryState::kReadNotMerged, 0});
     }
   }
   for (const auto& [key, held] : held_) {
     if (inputs_[HeldInput(key)].redelivers_itself) continue;  // the broker redelivers it
-    all.push_back({HeldInput(key), HeldPosition(key), held.token, held.deliveries});
+    all.push_back(
+        {HeldInput(key), HeldPosition(key), held.token, DeliveryState::kHeld, held.deliveries});
   }
-  std::sort(all.begin(), all.end(), [](const Redelivery& a, const Redelivery& b) {
+  std::sort(all.begin(), all.end(), [](const SavedDelivery& a, const SavedDelivery& b) {
     return std::tie(a.input, a.position) < std::tie(b.input, b.position);
   });
-  std::string out;
-  for (const Redelivery& r : all) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(r.input) + ':' + std::to_string(r.position) + ':' +
-           std::to_string(r.token) + ':' + std::to_string(r.deliveries);
-  }
-  return out;
+  return EncodeSavedDeliveries(all);
 }
 
 Status Task::RestoreHeld(std::string_view saved) {
-  while (!saved.empty()) {
-    int64_t fields[4];
-    if (!TakeFourFields(saved, fields)) {
-      return Status::Corruption("task " + id_ + ": bad held delivery in its state");
+  Result<std::vector<SavedDelivery>> deliveries = DecodeSavedDeliveries(saved);
+  if (!deliveries.ok()) return deliveries.status().WithContext("task " + id_);
+  for (const SavedDelivery& d : *deliveries) {
+    if (static_cast<size_t>(d.input) >= inputs_.size()) {
+      return Status::Corruption("task " + id_ + ": held delivery of an unknown input " +
+                                std::to_string(d.input));
     }
-    if (fields[0] < 0 || fields[0] >= static_cast<int64_t>(inputs_.size())) {
-      return Status::Corruption("task " + id_ + ": held delivery of an unknown input");
-    }
-    const auto input = static_cast<int32_t>(fields[0]);
-    if (fields[3] == 0) {
-      // Read but never merged: back at the head of its input, merged in event-time order with
-      // what comes next, as if the stop had not happened.
-      dataflow::SourceBatch& batch = inputs_[input].batch;
-      WEIR_ASSIGN_OR_RETURN(Record record, inputs_[input].source->Reread(fields[1], fields[2]));
-      batch.records.push_back(std::move(record));
-      batch.positions.push_back(fields[1]);
-      batch.reread_tokens.push_back(fields[2]);
+    Input& input = inputs_[d.input];
+    if (d.state == DeliveryState::kReadNotMerged) {
+      // Back at the head of its input, merged in event-time order with what comes next, as if
+      // the stop had not happened.
+      WEIR_ASSIGN_OR_RETURN(Record record, input.source->Reread(d.position, d.reread_token));
+      input.batch.records.push_back(std::move(record));
+      input.batch.positions.push_back(d.position);
+      input.batch.reread_tokens.push_back(d.reread_token);
       continue;
     }
     // Held when the last run stopped: delivered again first.
-    redeliveries_.push_back({input, fields[1], fields[2], static_cast<int32_t>(fields[3]) + 1});
+    redeliveries_.push_back({d.input, d.position, d.reread_token, d.deliveries + 1});
   }
   return Status::OK();
 }
@@ -485,79 +450,67 @@ void Task::WriteWatermarkMarks() {
 }
 
 std::string Task::SaveInputWatermarks() const {
-  // Per input, ';'-separated: its watermark, or its producers' marks ','-separated.
-  std::string out;
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    const Input& input = inputs_[i];
-    if (i > 0) out += ';';
-    if (!input.from_repartition) {
-      out += std::to_string(input.watermark.value());
-      continue;
-    }
-    for (size_t p = 0; p < input.producer_marks.size(); ++p) {
-      if (p > 0) out += ',';
-      out += std::to_string(input.producer_marks[p].value());
-    }
+  std::vector<SavedInputWatermark> saved;
+  saved.reserve(inputs_.size());
+  for (const Input& input : inputs_) {
+    saved.push_back({input.from_repartition, input.watermark,
+                     input.from_repartition ? input.producer_marks : std::vector<Watermark>()});
   }
-  return out;
+  return EncodeInputWatermarks(saved);
 }
 
 Status Task::RestoreInputWatermarks(std::string_view saved) {
-  const Status bad = Status::Corruption("task " + id_ + ": bad input watermarks in its state");
+  Result<std::vector<SavedInputWatermark>> decoded = DecodeInputWatermarks(saved);
+  if (!decoded.ok()) return decoded.status().WithContext("task " + id_);
+  if (decoded->size() != inputs_.size()) {
+    return Status::Corruption("task " + id_ + ": watermarks of " + std::to_string(decoded->size()) +
+                              " inputs saved, it has " + std::to_string(inputs_.size()));
+  }
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    std::string_view entry = TakeUntil(saved, ';');
     Input& input = inputs_[i];
-    std::vector<Watermark> values;
-    while (!entry.empty()) {
-      std::optional<int64_t> v = ParseInt64(TakeUntil(entry, ','));
-      if (!v) return bad;
-      values.emplace_back(*v);
+    SavedInputWatermark& entry = (*decoded)[i];
+    if (entry.from_repartition != input.from_repartition ||
+        (input.from_repartition && entry.producer_marks.size() != input.producer_marks.size())) {
+      return Status::Corruption("task " + id_ + ": the watermarks saved for input " +
+                                std::to_string(i) + " are of another kind of input");
     }
     if (!input.from_repartition) {
-      if (values.size() != 1) return bad;
-      input.watermark = values[0];
+      input.watermark = entry.watermark;
       continue;
     }
-    if (values.size() != input.producer_marks.size()) return bad;
-    input.producer_marks = std::move(values);
+    input.producer_marks = std::move(entry.producer_marks);
     input.watermark = ProducersWatermark(input);
   }
   return Status::OK();
 }
 
 std::string Task::SavePendingMarks() const {
-  // "input:position:producer:watermark" per mark not applied yet, ','-separated.
-  std::string out;
+  std::vector<SavedMark> pending;
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const Input& input = inputs_[i];
     for (size_t k = input.next_mark; k < input.batch.marks.size(); ++k) {
       const dataflow::SourceBatch::Mark& mark = input.batch.marks[k];
-      if (!out.empty()) out += ',';
-      out += std::to_string(i) + ':' + std::to_string(mark.position) + ':' +
-             std::to_string(mark.producer) + ':' + std::to_string(mark.watermark.value());
+      pending.push_back({static_cast<int32_t>(i), mark.position, mark.producer, mark.watermark});
     }
   }
-  return out;
+  return EncodePendingMarks(pending);
 }
 
 Status Task::RestorePendingMarks(std::string_view saved) {
   // After RestoreHeld, which put the records read but not merged back into their batches: each
   // mark goes back between them, before the first record read after it.
-  while (!saved.empty()) {
-    int64_t fields[4];
-    if (!TakeFourFields(saved, fields)) {
-      return Status::Corruption("task " + id_ + ": bad pending watermark mark in its state");
-    }
-    if (fields[0] < 0 || fields[0] >= static_cast<int64_t>(inputs_.size()) || fields[2] < 0 ||
-        fields[2] >= static_cast<int64_t>(inputs_[fields[0]].producer_marks.size())) {
+  Result<std::vector<SavedMark>> marks = DecodePendingMarks(saved);
+  if (!marks.ok()) return marks.status().WithContext("task " + id_);
+  for (const SavedMark& mark : *marks) {
+    if (static_cast<size_t>(mark.input) >= inputs_.size() ||
+        static_cast<size_t>(mark.producer) >= inputs_[mark.input].producer_marks.size()) {
       return Status::Corruption("task " + id_ + ": pending watermark mark of an unknown input");
     }
-    dataflow::SourceBatch& batch = inputs_[fields[0]].batch;
+    dataflow::SourceBatch& batch = inputs_[mark.input].batch;
     const auto before = static_cast<size_t>(
-        std::lower_bound(batch.positions.begin(), batch.positions.end(), fields[1]) -
+        std::lower_bound(batch.positions.begin(), batch.positions.end(), mark.position) -
         batch.positions.begin());
-    batch.marks.push_back(
-        {before, fields[1], static_cast<int32_t>(fields[2]), Watermark(fields[3])});
+    batch.marks.push_back({before, mark.position, mark.producer, mark.watermark});
   }
   return Status::OK();
 }
@@ -579,7 +532,7 @@ Status Task::Prepare(int64_t checkpoint) {
   store_->PutMeta(kMetaHeld, SaveHeld());
   store_->PutMeta(kMetaPendingMarks, SavePendingMarks());
   store_->PutMeta(kMetaInputWatermarks, SaveInputWatermarks());
-  store_->PutMeta(kMetaWatermark, std::to_string(watermark_.value()));
+  store_->PutMeta(kMetaWatermark, EncodeTaskWatermark(watermark_));
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const Input& input = inputs_[i];
     if (!input.from_repartition) continue;
@@ -595,7 +548,7 @@ Status Task::Prepare(int64_t checkpoint) {
     }
     retain_from_[i] = from;
   }
-  store_->PutMeta(kMetaCheckpoint, std::to_string(checkpoint));
+  store_->PutMeta(kMetaCheckpoint, EncodeCheckpointNumber(checkpoint));
   return store_->Prepare(CheckpointManifest::TransactionName(checkpoint))
       .WithContext("task " + id_ + " checkpoint");
 }

@@ -6,8 +6,9 @@
 // only while that worker is parked (the park/resume handshake orders the accesses).
 // Durability: Prepare puts the source positions, the held deliveries, the watermark and each
 // input's (per producer, for repartition topics) into the store's meta next to the state, so
-// they commit together. A restarted task delivers the held
-// records again (read from their sources) before anything new.
+// they commit together; all but the sources' own positions in the versioned encodings of
+// task_meta.h, so state of another format is refused with a Status. A restarted task delivers
+// the held records again (read from their sources) before anything new.
 #pragma once
 
 #include <map>
@@ -123,6 +124,8 @@ class Task : public dataflow::TaskContext {
   void ProcessRecord(int32_t input, dataflow::SourceBatch& batch, size_t index, int32_t deliveries);
   // Feeds the records to deliver again (after a nak, or held when the last run stopped).
   Status ProcessRedeliveries();
+  // The held deliveries, those waiting to be delivered again, and the records read but not
+  // merged yet (task_meta.h SavedDelivery).
   std::string SaveHeld() const;
   Status RestoreHeld(std::string_view saved);
   // A quiet partition's watermark follows the wall clock once idle_timeout_ has passed.
