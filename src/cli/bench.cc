@@ -68,6 +68,66 @@ Status ForEachOutput(
   return Status::OK();
 }
 
+namespace {
+
+// Runs `work` for each partition on a thread of its own; the statuses, by partition.
+std::vector<Status> OnEachPartition(int32_t partitions,
+                                    const std::function<Status(int32_t)>& work) {
+  std::vector<Status> statuses(partitions);
+  std::vector<std::thread> threads;
+  for (int32_t p = 0; p < partitions; ++p) {
+    threads.emplace_back([&, p] { statuses[p] = work(p); });
+  }
+  for (auto& t : threads) t.join();
+  return statuses;
+}
+
+// One producer of `weir bench log`: `records` values of `value_bytes` appended in batches, with
+// at most kInFlight appends waiting for durability. Adds each value's checksum to `sum` and each
+// batch's acknowledgement latency (ms) to `latencies`.
+Status ProduceLogBench(log::Partition& partition, int64_t records, int value_bytes,
+                       std::vector<double>& latencies, uint64_t& sum) {
+  constexpr int kBatch = 1000;      // records per append call
+  constexpr size_t kInFlight = 64;  // appends a producer has outstanding before it waits
+  std::string value(value_bytes, 'x');
+  std::deque<std::pair<Offset, Clock::time_point>> in_flight;
+  log::RecordBatchBuilder batch;
+  for (int64_t i = 0; i < records;) {
+    batch.Clear();
+    for (int j = 0; j < kBatch && i < records; ++j, ++i) {
+      std::snprintf(value.data(), value.size(), "{\"n\":%lld,\"pad\":\"",
+                    static_cast<long long>(i));
+      value.back() = '}';
+      value[value.size() - 2] = '"';
+      sum += Checksum(value);
+      batch.AddRaw(EventTime(i), KeySerde::kNull, {}, value);
+    }
+    auto start = Clock::now();
+    WEIR_ASSIGN_OR_RETURN(Offset base, partition.Append(batch));
+    in_flight.emplace_back(base + static_cast<int64_t>(batch.count()), start);
+    while (in_flight.size() > kInFlight || (i >= records && !in_flight.empty())) {
+      WEIR_RETURN_IF_ERROR(partition.WaitDurable(in_flight.front().first));
+      latencies.push_back(Seconds(Clock::now() - in_flight.front().second) * 1e3);
+      in_flight.pop_front();
+    }
+  }
+  return Status::OK();
+}
+
+// Reads the partition from offset 0 to its end: how many records, and the sum of their values'
+// checksums.
+Status ReplayLogBench(log::Partition& partition, int64_t& count, uint64_t& sum) {
+  log::PartitionReader reader(partition, Offset(0));
+  while (true) {
+    WEIR_ASSIGN_OR_RETURN(auto records, reader.Next(8192));
+    if (records.empty()) return Status::OK();
+    for (const log::StoredRecord& r : records) sum += Checksum(r.value);
+    count += static_cast<int64_t>(records.size());
+  }
+}
+
+}  // namespace
+
 int BenchLog(const BenchArgs& args) {
   BenchDir dir(args.data_dir);
   auto local = LocalLog::Open(dir.path(), args.fsync);
@@ -76,52 +136,18 @@ int BenchLog(const BenchArgs& args) {
   config.partitions = args.partitions;
   auto topic = local->log->CreateTopic("bench.log", config);
   if (!topic.ok()) return Fail(topic.status());
+  auto partition = [&](int32_t p) -> log::Partition& {
+    return (*topic)->partition(PartitionId(p));
+  };
 
   const int64_t per_partition = args.records / args.partitions;
-  constexpr int kBatch = 1000;      // records per append call
-  constexpr size_t kInFlight = 64;  // appends a producer has outstanding before it waits
   std::vector<std::vector<double>> latencies(args.partitions);
   std::vector<uint64_t> sums(args.partitions, 0);
-  std::vector<Status> errors(args.partitions);
   double cpu0 = ProcessCpuSeconds();
   auto t0 = Clock::now();
-  std::vector<std::thread> producers;
-  for (int32_t p = 0; p < args.partitions; ++p) {
-    producers.emplace_back([&, p] {
-      log::Partition& partition = (*topic)->partition(PartitionId(p));
-      std::string value(args.value_bytes, 'x');
-      std::deque<std::pair<Offset, Clock::time_point>> in_flight;
-      log::RecordBatchBuilder batch;
-      for (int64_t i = 0; i < per_partition;) {
-        batch.Clear();
-        for (int j = 0; j < kBatch && i < per_partition; ++j, ++i) {
-          std::snprintf(value.data(), value.size(), "{\"n\":%lld,\"pad\":\"",
-                        static_cast<long long>(i));
-          value.back() = '}';
-          value[value.size() - 2] = '"';
-          sums[p] += Checksum(value);
-          batch.AddRaw(EventTime(i), KeySerde::kNull, {}, value);
-        }
-        auto start = Clock::now();
-        auto base = partition.Append(batch);
-        if (!base.ok()) {
-          errors[p] = base.status();
-          return;
-        }
-        in_flight.emplace_back(*base + static_cast<int64_t>(batch.count()), start);
-        while (in_flight.size() > kInFlight || (i >= per_partition && !in_flight.empty())) {
-          Status s = partition.WaitDurable(in_flight.front().first);
-          if (!s.ok()) {
-            errors[p] = s;
-            return;
-          }
-          latencies[p].push_back(Seconds(Clock::now() - in_flight.front().second) * 1e3);
-          in_flight.pop_front();
-        }
-      }
-    });
-  }
-  for (auto& t : producers) t.join();
+  std::vector<Status> errors = OnEachPartition(args.partitions, [&](int32_t p) {
+    return ProduceLogBench(partition(p), per_partition, args.value_bytes, latencies[p], sums[p]);
+  });
   double append_wall = Seconds(Clock::now() - t0);
   double append_cpu = ProcessCpuSeconds() - cpu0;
   for (const Status& s : errors) {
@@ -135,23 +161,9 @@ int BenchLog(const BenchArgs& args) {
   t0 = Clock::now();
   std::vector<int64_t> read_counts(args.partitions, 0);
   std::vector<uint64_t> read_sums(args.partitions, 0);
-  std::vector<std::thread> readers;
-  for (int32_t p = 0; p < args.partitions; ++p) {
-    readers.emplace_back([&, p] {
-      log::PartitionReader reader((*topic)->partition(PartitionId(p)), Offset(0));
-      while (true) {
-        auto records = reader.Next(8192);
-        if (!records.ok()) {
-          errors[p] = records.status();
-          return;
-        }
-        if (records->empty()) return;
-        for (const log::StoredRecord& r : *records) read_sums[p] += Checksum(r.value);
-        read_counts[p] += static_cast<int64_t>(records->size());
-      }
-    });
-  }
-  for (auto& t : readers) t.join();
+  errors = OnEachPartition(args.partitions, [&](int32_t p) {
+    return ReplayLogBench(partition(p), read_counts[p], read_sums[p]);
+  });
   double replay_wall = Seconds(Clock::now() - t0);
   double replay_cpu = ProcessCpuSeconds() - cpu0;
   for (int32_t p = 0; p < args.partitions; ++p) {

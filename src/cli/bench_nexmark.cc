@@ -188,6 +188,124 @@ std::string Figure(double v, const char* format) {
   return buf;
 }
 
+// Weir's answer, and the latency of each row that the watermark (not the end of input) made.
+struct WeirOutput {
+  Answer answer;
+  std::vector<double> latencies;
+};
+
+Result<WeirOutput> ReadWeirOutput(const BenchArgs& args, nexmark::Query query,
+                                  const nexmark::QueryOptions& query_options,
+                                  const nexmark::NexmarkGenerator& generator,
+                                  const ArrivalRecorder& arrivals, const std::string& data_dir) {
+  const bool paced = args.rate > 0;
+  WeirOutput out;
+  std::map<std::string, std::string> last_per_key;
+  const int64_t completion_delay = nexmark::CompletionDelayMs(query, query_options);
+  const int64_t last_event_ms = generator.TimestampForNumber(args.records - 1).value();
+  WEIR_RETURN_IF_ERROR(
+      ForEachOutput(data_dir, query_options.output_topic,
+                    [&](PartitionId p, const log::StoredRecord& r, const Value& row) -> Status {
+                      if (!row.is_object())
+                        return Status::Internal("an output row is not an object");
+                      if (nexmark::LastPerKey(query)) {
+                        last_per_key[std::string(r.key)] = CanonicalOf(row, query);
+                      } else {
+                        out.answer.Add(CanonicalOf(row, query));
+                      }
+                      const int64_t complete = r.timestamp.value() + completion_delay;
+                      const int64_t arrived = arrivals.ArrivalMs(p.value(), r.offset.value());
+                      if (paced && arrived >= 0 && complete <= last_event_ms) {
+                        out.latencies.push_back(static_cast<double>(arrived - complete));
+                      }
+                      return Status::OK();
+                    }));
+  for (const auto& [key, row] : last_per_key) out.answer.Add(row);
+  return out;
+}
+
+// DuckDB's answer over the same events, and what it cost.
+struct DuckDbOutput {
+  Answer answer;
+  double load_seconds = 0;
+  double cpu_seconds = 0;
+  double wall_seconds = 0;
+};
+
+Result<DuckDbOutput> RunDuckDb(const nexmark::NexmarkGenerator& generator, int64_t events,
+                               nexmark::Query query) {
+  WEIR_ASSIGN_OR_RETURN(auto db, sql::Database::OpenInMemory());
+  DuckDbOutput out;
+  auto load_start = Clock::now();
+  WEIR_RETURN_IF_ERROR(nexmark::LoadEvents(*db, generator, events));
+  out.load_seconds = Seconds(Clock::now() - load_start);
+  const double cpu0 = ProcessCpuSeconds();
+  auto query_start = Clock::now();
+  Status reference =
+      nexmark::ReferenceRows(*db, query, [&](std::string_view row) { out.answer.Add(row); });
+  out.cpu_seconds = ProcessCpuSeconds() - cpu0;
+  out.wall_seconds = Seconds(Clock::now() - query_start);
+  WEIR_RETURN_IF_ERROR(reference);
+  return out;
+}
+
+// The figures of one run, for people and (the last line) for scripts.
+void PrintNexmark(const BenchArgs& args, const RunSummary& summary, double generator_rate,
+                  WeirOutput& weir, const DuckDbOutput& duckdb, const std::string& diff) {
+  const bool paced = args.rate > 0;
+  const double events = static_cast<double>(args.records);
+  std::vector<double>& latencies = weir.latencies;
+  const Answer& weir_answer = weir.answer;
+  const double duckdb_cpu = duckdb.cpu_seconds, duckdb_wall = duckdb.wall_seconds;
+  const double load_seconds = duckdb.load_seconds;
+  const double weir_rate = events / std::max(summary.cpu_seconds, 1e-9);
+  const double generator_cpu = events / std::max(generator_rate, 1e-9);
+  const double pipeline_rate =
+      summary.cpu_seconds > generator_cpu ? events / (summary.cpu_seconds - generator_cpu) : -1;
+  const double duckdb_rate = events / std::max(duckdb_cpu, 1e-9);
+  std::vector<double> for_p99 = latencies;
+  const double p50 = Percentile(latencies, 0.5), p99 = Percentile(for_p99, 0.99);
+
+  std::printf(
+      "weir bench nexmark %s: %lld events, %d partitions, %s, grace %lld ms, checkpoints every "
+      "%lld ms\n",
+      args.query.c_str(), static_cast<long long>(args.records), args.partitions,
+      paced ? ("live at " + Figure(args.rate, "%.0f") + " events/s").c_str()
+            : "as fast as possible",
+      static_cast<long long>(args.grace_ms), static_cast<long long>(args.checkpoint_ms));
+  std::printf(
+      "  Weir: %.0f events/s, %.0f events/s per core (%.2f s wall, %.2f s CPU), "
+      "peak memory %.0f MiB, %lld checkpoints, %lld late\n",
+      events / summary.wall_seconds, weir_rate, summary.wall_seconds, summary.cpu_seconds,
+      summary.peak_rss_bytes / 1048576.0, static_cast<long long>(summary.checkpoints),
+      static_cast<long long>(summary.late));
+  std::printf(
+      "  generator alone: %.0f events/s per core; pipeline without it: %s events/s per "
+      "core\n",
+      generator_rate, Figure(pipeline_rate, "%.0f").c_str());
+  if (paced) {
+    std::printf(
+        "  latency (output seen over WebSocket - event time of completion): p50 %s ms, "
+        "p99 %s ms over %zu rows\n",
+        Figure(p50, "%.1f").c_str(), Figure(p99, "%.1f").c_str(), latencies.size());
+  }
+  std::printf(
+      "  DuckDB batch: %.0f events/s per core (%.2f s wall, %.2f s CPU; loading took "
+      "%.1f s)\n",
+      duckdb_rate, duckdb_wall, duckdb_cpu, load_seconds);
+  std::printf("  check: %zu rows, %s\n", weir_answer.size(),
+              diff.empty() ? "equal to DuckDB's" : ("DIFFERENT: " + diff).c_str());
+  std::printf(
+      "nexmark query=%s events=%lld rate=%s verified=%s rows=%zu events_per_cpu_s=%.0f "
+      "generator_events_per_cpu_s=%.0f pipeline_events_per_cpu_s=%s "
+      "duckdb_events_per_cpu_s=%.0f peak_rss_mib=%.0f p50_ms=%s p99_ms=%s wall_s=%.2f late=%lld\n",
+      args.query.c_str(), static_cast<long long>(args.records), Figure(args.rate, "%.0f").c_str(),
+      diff.empty() ? "yes" : "no", weir_answer.size(), weir_rate, generator_rate,
+      Figure(pipeline_rate, "%.0f").c_str(), duckdb_rate, summary.peak_rss_bytes / 1048576.0,
+      Figure(p50, "%.1f").c_str(), Figure(p99, "%.1f").c_str(), summary.wall_seconds,
+      static_cast<long long>(summary.late));
+}
+
 }  // namespace
 
 int BenchNexmark(const BenchArgs& args) {
@@ -234,96 +352,13 @@ int BenchNexmark(const BenchArgs& args) {
   auto summary = app.Run();
   arrivals.Stop();
   if (!summary.ok()) return Fail(summary.status());
-  const double events = static_cast<double>(args.records);
 
-  // Weir's answer, and the latency of each row that the watermark (not the end of input) made.
-  Answer weir_answer;
-  std::map<std::string, std::string> last_per_key;
-  std::vector<double> latencies;
-  const int64_t completion_delay = nexmark::CompletionDelayMs(*query, query_options);
-  const int64_t last_event_ms = generator.TimestampForNumber(args.records - 1).value();
-  Status read =
-      ForEachOutput(dir.path(), query_options.output_topic,
-                    [&](PartitionId p, const log::StoredRecord& r, const Value& row) -> Status {
-                      if (!row.is_object())
-                        return Status::Internal("an output row is not an object");
-                      if (nexmark::LastPerKey(*query)) {
-                        last_per_key[std::string(r.key)] = CanonicalOf(row, *query);
-                      } else {
-                        weir_answer.Add(CanonicalOf(row, *query));
-                      }
-                      const int64_t complete = r.timestamp.value() + completion_delay;
-                      const int64_t arrived = arrivals.ArrivalMs(p.value(), r.offset.value());
-                      if (paced && arrived >= 0 && complete <= last_event_ms) {
-                        latencies.push_back(static_cast<double>(arrived - complete));
-                      }
-                      return Status::OK();
-                    });
-  if (!read.ok()) return Fail(read);
-  for (const auto& [key, row] : last_per_key) weir_answer.Add(row);
-
-  // DuckDB's answer over the same events.
-  auto db = sql::Database::OpenInMemory();
-  if (!db.ok()) return Fail(db.status());
-  auto load_start = Clock::now();
-  if (Status s = nexmark::LoadEvents(**db, generator, args.records); !s.ok()) return Fail(s);
-  const double load_seconds = Seconds(Clock::now() - load_start);
-  Answer duckdb_answer;
-  const double cpu0 = ProcessCpuSeconds();
-  auto query_start = Clock::now();
-  Status reference =
-      nexmark::ReferenceRows(**db, *query, [&](std::string_view row) { duckdb_answer.Add(row); });
-  const double duckdb_cpu = ProcessCpuSeconds() - cpu0;
-  const double duckdb_wall = Seconds(Clock::now() - query_start);
-  if (!reference.ok()) return Fail(reference);
-  const std::string diff = weir_answer.Diff(duckdb_answer);
-
-  const double weir_rate = events / std::max(summary->cpu_seconds, 1e-9);
-  const double generator_cpu = events / std::max(generator_rate, 1e-9);
-  const double pipeline_rate =
-      summary->cpu_seconds > generator_cpu ? events / (summary->cpu_seconds - generator_cpu) : -1;
-  const double duckdb_rate = events / std::max(duckdb_cpu, 1e-9);
-  std::vector<double> for_p99 = latencies;
-  const double p50 = Percentile(latencies, 0.5), p99 = Percentile(for_p99, 0.99);
-
-  std::printf(
-      "weir bench nexmark %s: %lld events, %d partitions, %s, grace %lld ms, checkpoints every "
-      "%lld ms\n",
-      args.query.c_str(), static_cast<long long>(args.records), args.partitions,
-      paced ? ("live at " + Figure(args.rate, "%.0f") + " events/s").c_str()
-            : "as fast as possible",
-      static_cast<long long>(args.grace_ms), static_cast<long long>(args.checkpoint_ms));
-  std::printf(
-      "  Weir: %.0f events/s, %.0f events/s per core (%.2f s wall, %.2f s CPU), "
-      "peak memory %.0f MiB, %lld checkpoints, %lld late\n",
-      events / summary->wall_seconds, weir_rate, summary->wall_seconds, summary->cpu_seconds,
-      summary->peak_rss_bytes / 1048576.0, static_cast<long long>(summary->checkpoints),
-      static_cast<long long>(summary->late));
-  std::printf(
-      "  generator alone: %.0f events/s per core; pipeline without it: %s events/s per "
-      "core\n",
-      generator_rate, Figure(pipeline_rate, "%.0f").c_str());
-  if (paced) {
-    std::printf(
-        "  latency (output seen over WebSocket - event time of completion): p50 %s ms, "
-        "p99 %s ms over %zu rows\n",
-        Figure(p50, "%.1f").c_str(), Figure(p99, "%.1f").c_str(), latencies.size());
-  }
-  std::printf(
-      "  DuckDB batch: %.0f events/s per core (%.2f s wall, %.2f s CPU; loading took "
-      "%.1f s)\n",
-      duckdb_rate, duckdb_wall, duckdb_cpu, load_seconds);
-  std::printf("  check: %zu rows, %s\n", weir_answer.size(),
-              diff.empty() ? "equal to DuckDB's" : ("DIFFERENT: " + diff).c_str());
-  std::printf(
-      "nexmark query=%s events=%lld rate=%s verified=%s rows=%zu events_per_cpu_s=%.0f "
-      "generator_events_per_cpu_s=%.0f pipeline_events_per_cpu_s=%s "
-      "duckdb_events_per_cpu_s=%.0f peak_rss_mib=%.0f p50_ms=%s p99_ms=%s wall_s=%.2f late=%lld\n",
-      args.query.c_str(), static_cast<long long>(args.records), Figure(args.rate, "%.0f").c_str(),
-      diff.empty() ? "yes" : "no", weir_answer.size(), weir_rate, generator_rate,
-      Figure(pipeline_rate, "%.0f").c_str(), duckdb_rate, summary->peak_rss_bytes / 1048576.0,
-      Figure(p50, "%.1f").c_str(), Figure(p99, "%.1f").c_str(), summary->wall_seconds,
-      static_cast<long long>(summary->late));
+  auto weir = ReadWeirOutput(args, *query, query_options, generator, arrivals, dir.path());
+  if (!weir.ok()) return Fail(weir.status());
+  auto duckdb = RunDuckDb(generator, args.records, *query);
+  if (!duckdb.ok()) return Fail(duckdb.status());
+  const std::string diff = weir->answer.Diff(duckdb->answer);
+  PrintNexmark(args, *summary, generator_rate, *weir, *duckdb, diff);
   return diff.empty() ? 0 : 1;
 }
 
