@@ -280,7 +280,7 @@ void Task::ProcessRecord(int32_t input_index, dataflow::SourceBatch& batch, size
 
 Delivery Task::HoldCurrent() {
   current_held_ = true;
-  Held& held = held_[HeldKey(current_input_, current_position_)];
+  Held& held = held_[HeldKey{current_input_, current_position_}];
   if (held.holds++ == 0) {
     held.token = current_token_;
     held.deliveries = current_deliveries_;
@@ -289,7 +289,7 @@ Delivery Task::HoldCurrent() {
 }
 
 void Task::Resolve(const Delivery& delivery, Resolution resolution) {
-  auto it = held_.find(HeldKey(delivery.input, delivery.position));
+  auto it = held_.find(HeldKey{delivery.input, delivery.position});
   if (it == held_.end()) return;
   Held& held = it->second;
   held.nak |= resolution == Resolution::kNak;
@@ -351,9 +351,8 @@ std::string Task::SaveHeld() const {
     }
   }
   for (const auto& [key, held] : held_) {
-    if (inputs_[HeldInput(key)].redelivers_itself) continue;  // the broker redelivers it
-    all.push_back(
-        {HeldInput(key), HeldPosition(key), held.token, DeliveryState::kHeld, held.deliveries});
+    if (inputs_[key.input].redelivers_itself) continue;  // the broker redelivers it
+    all.push_back({key.input, key.position, held.token, DeliveryState::kHeld, held.deliveries});
   }
   std::sort(all.begin(), all.end(), [](const SavedDelivery& a, const SavedDelivery& b) {
     return std::tie(a.input, a.position) < std::tie(b.input, b.position);
@@ -544,7 +543,7 @@ Status Task::Prepare(int64_t checkpoint) {
       if (r.input == static_cast<int32_t>(i)) from = std::min(from, r.position);
     }
     for (const auto& [key, held] : held_) {
-      if (HeldInput(key) == static_cast<int32_t>(i)) from = std::min(from, HeldPosition(key));
+      if (key.input == static_cast<int32_t>(i)) from = std::min(from, key.position);
     }
     retain_from_[i] = from;
   }

@@ -163,16 +163,20 @@ class Task : public dataflow::TaskContext {
   int64_t current_identity_ = 0;
   int32_t current_deliveries_ = 1;
   bool current_held_ = false;
-  // Held deliveries by (input, position); and those to deliver again (inputs the task
-  // redelivers; the others get the final resolution through Source::Resolve).
-  static uint64_t HeldKey(int32_t input, int64_t position) {
-    return (static_cast<uint64_t>(input) << 56) ^ static_cast<uint64_t>(position);
-  }
-  static int32_t HeldInput(uint64_t key) { return static_cast<int32_t>(key >> 56); }
-  static int64_t HeldPosition(uint64_t key) {
-    return static_cast<int64_t>(key & ((1ULL << 56) - 1));
-  }
-  std::unordered_map<uint64_t, Held> held_;
+  // Held deliveries by where they are, (input, position); and those to deliver again (inputs
+  // the task redelivers; the others get the final resolution through Source::Resolve).
+  struct HeldKey {
+    int32_t input;
+    int64_t position;
+    friend bool operator==(const HeldKey&, const HeldKey&) = default;
+  };
+  struct HeldKeyHash {
+    size_t operator()(const HeldKey& key) const {
+      return std::hash<int64_t>()(key.position) ^
+             (std::hash<int32_t>()(key.input) * 0x9e3779b97f4a7c15ULL);
+    }
+  };
+  std::unordered_map<HeldKey, Held, HeldKeyHash> held_;
   std::vector<Redelivery> redeliveries_;
   std::map<std::string, std::unique_ptr<dataflow::TopicWriter>, std::less<>> topic_writers_;
   std::map<std::string, std::unique_ptr<dataflow::LineWriter>, std::less<>> line_writers_;
