@@ -240,6 +240,102 @@ std::string Clock(int64_t ms) {
   return buf;
 }
 
+// 3. The last line per page of the running aggregates.
+void PrintPageStats(const std::filesystem::path& dir) {
+  std::string stats_file = (dir / "page-stats.jsonl").string();
+  std::printf("3. Running aggregates per page (the last line per key of %s):\n\n",
+              stats_file.c_str());
+  std::printf("   %-14s %10s %12s %14s\n", "page", "events", "revenue", "largest order");
+  for (const PageStats& s : FinalStats(stats_file)) {
+    std::printf("   %-14s %10lld %12.2f %14.2f\n", s.page.c_str(), static_cast<long long>(s.events),
+                s.revenue, s.largest_order);
+  }
+}
+
+// 4. The sessions, the five longest, and the first late click.
+void PrintSessions(const std::filesystem::path& dir) {
+  std::string sessions_file = (dir / "sessions.jsonl").string();
+  std::vector<Session> all = ReadSessions(sessions_file);
+  int64_t events = 0;
+  for (const Session& s : all) events += s.events;
+  std::printf("\n4. %zu user sessions (%s), %.1f events each on average; the longest:\n\n",
+              all.size(), sessions_file.c_str(),
+              all.empty() ? 0.0 : static_cast<double>(events) / static_cast<double>(all.size()));
+  std::sort(all.begin(), all.end(),
+            [](const Session& a, const Session& b) { return a.end - a.start > b.end - b.start; });
+  std::printf("   %-11s %-19s %7s %9s  %s\n", "user", "from - to", "events", "revenue",
+              "first pages");
+  for (size_t i = 0; i < std::min<size_t>(5, all.size()); ++i) {
+    const Session& s = all[i];
+    std::string first_pages;
+    for (size_t p = 0; p < std::min<size_t>(3, s.pages.size()); ++p) {
+      first_pages += (p ? " " : "") + s.pages[p];
+    }
+    std::printf("   %-11s %s-%s %7lld %9.2f  %s ...\n", s.user.c_str(), Clock(s.start).c_str(),
+                Clock(s.end - 1).c_str(), static_cast<long long>(s.events), s.revenue,
+                first_pages.c_str());
+  }
+  std::ifstream late((dir / "late-clicks.jsonl").string());
+  if (std::string first_late; std::getline(late, first_late)) {
+    std::printf("\n   Late clicks are never dropped silently (%s):\n   %s\n",
+                (dir / "late-clicks.jsonl").string().c_str(), first_late.c_str());
+  }
+}
+
+// 5. The fused sensor frames, and one whose lidar sweep was lost.
+void PrintFusedFrames(const std::filesystem::path& dir) {
+  std::ifstream fused((dir / "fused.jsonl").string());
+  int64_t frames = 0, without_lidar = 0;
+  std::string example, example_missing;
+  for (std::string line; std::getline(fused, line); ++frames) {
+    const bool missing = line.find(R"("lidar":null)") != std::string::npos;
+    without_lidar += missing;
+    if (frames == 1) example = line;
+    if (missing && example_missing.empty()) example_missing = line;
+  }
+  auto shorten = [](const std::string& line) {
+    return line.size() > 260 ? line.substr(0, 260) + " ..." : line;
+  };
+  std::printf(
+      "\n5. %lld fused frames (%s); %lld without their lost lidar sweep, e.g.:\n   %s\n   %s\n",
+      static_cast<long long>(frames), (dir / "fused.jsonl").string().c_str(),
+      static_cast<long long>(without_lidar), shorten(example).c_str(),
+      shorten(example_missing).c_str());
+}
+
+// 6. A malformed line from the dead-letter topic.
+void PrintDeadLetter(const DemoArgs& args) {
+  auto local = LocalLog::Open(args.data_dir);
+  if (local.ok()) {
+    if (auto dlq = local->log->GetTopic("demo-page-stats.dlq"); dlq.ok()) {
+      log::PartitionReader reader((*dlq)->partition(PartitionId(0)), Offset(0));
+      auto records = reader.Next(3);
+      if (records.ok() && !records->empty()) {
+        std::printf(
+            "\n6. Malformed lines went to the dead-letter topic demo-page-stats.dlq, e.g.:\n   "
+            "%.*s\n",
+            static_cast<int>(records->front().value.size()), records->front().value.data());
+      }
+    }
+  }
+}
+
+void PrintNextSteps(const DemoArgs& args, const std::filesystem::path& dir) {
+  std::printf("\nTry next:\n");
+  std::printf("  build/src/cli/weir consume demo.sessions --data-dir %s --max 3\n",
+              args.data_dir.c_str());
+  std::printf("  build/src/cli/weir topics describe demo.page-stats --data-dir %s\n",
+              args.data_dir.c_str());
+  std::printf("  build/src/cli/weir consume demo-page-stats.dlq --data-dir %s\n",
+              args.data_dir.c_str());
+  std::printf("  build/src/cli/weir run %s --data-dir %s   # resumes: nothing new to do\n",
+              (dir / "sessions.yaml").string().c_str(), args.data_dir.c_str());
+  std::printf(
+      "  build/src/cli/weir serve --data-dir %s &   # then any WebSocket client:\n"
+      "  wsdump 'ws://127.0.0.1:8080/streams/demo.sessions?offset=earliest'\n",
+      args.data_dir.c_str());
+}
+
 }  // namespace
 
 int Demo(const DemoArgs& args) {
@@ -271,86 +367,11 @@ int Demo(const DemoArgs& args) {
   auto fusion = RunPipeline(args, dir, "fusion.yaml", kFusion, {"demo.fused"});
   if (!fusion.ok()) return Fail(fusion.status());
 
-  std::string stats_file = (dir / "page-stats.jsonl").string();
-  std::printf("3. Running aggregates per page (the last line per key of %s):\n\n",
-              stats_file.c_str());
-  std::printf("   %-14s %10s %12s %14s\n", "page", "events", "revenue", "largest order");
-  for (const PageStats& s : FinalStats(stats_file)) {
-    std::printf("   %-14s %10lld %12.2f %14.2f\n", s.page.c_str(), static_cast<long long>(s.events),
-                s.revenue, s.largest_order);
-  }
-
-  std::string sessions_file = (dir / "sessions.jsonl").string();
-  std::vector<Session> all = ReadSessions(sessions_file);
-  int64_t events = 0;
-  for (const Session& s : all) events += s.events;
-  std::printf("\n4. %zu user sessions (%s), %.1f events each on average; the longest:\n\n",
-              all.size(), sessions_file.c_str(),
-              all.empty() ? 0.0 : static_cast<double>(events) / static_cast<double>(all.size()));
-  std::sort(all.begin(), all.end(),
-            [](const Session& a, const Session& b) { return a.end - a.start > b.end - b.start; });
-  std::printf("   %-11s %-19s %7s %9s  %s\n", "user", "from - to", "events", "revenue",
-              "first pages");
-  for (size_t i = 0; i < std::min<size_t>(5, all.size()); ++i) {
-    const Session& s = all[i];
-    std::string first_pages;
-    for (size_t p = 0; p < std::min<size_t>(3, s.pages.size()); ++p) {
-      first_pages += (p ? " " : "") + s.pages[p];
-    }
-    std::printf("   %-11s %s-%s %7lld %9.2f  %s ...\n", s.user.c_str(), Clock(s.start).c_str(),
-                Clock(s.end - 1).c_str(), static_cast<long long>(s.events), s.revenue,
-                first_pages.c_str());
-  }
-  std::ifstream late((dir / "late-clicks.jsonl").string());
-  if (std::string first_late; std::getline(late, first_late)) {
-    std::printf("\n   Late clicks are never dropped silently (%s):\n   %s\n",
-                (dir / "late-clicks.jsonl").string().c_str(), first_late.c_str());
-  }
-
-  std::ifstream fused((dir / "fused.jsonl").string());
-  int64_t frames = 0, without_lidar = 0;
-  std::string example, example_missing;
-  for (std::string line; std::getline(fused, line); ++frames) {
-    const bool missing = line.find(R"("lidar":null)") != std::string::npos;
-    without_lidar += missing;
-    if (frames == 1) example = line;
-    if (missing && example_missing.empty()) example_missing = line;
-  }
-  auto shorten = [](const std::string& line) {
-    return line.size() > 260 ? line.substr(0, 260) + " ..." : line;
-  };
-  std::printf(
-      "\n5. %lld fused frames (%s); %lld without their lost lidar sweep, e.g.:\n   %s\n   %s\n",
-      static_cast<long long>(frames), (dir / "fused.jsonl").string().c_str(),
-      static_cast<long long>(without_lidar), shorten(example).c_str(),
-      shorten(example_missing).c_str());
-
-  auto local = LocalLog::Open(args.data_dir);
-  if (local.ok()) {
-    if (auto dlq = local->log->GetTopic("demo-page-stats.dlq"); dlq.ok()) {
-      log::PartitionReader reader((*dlq)->partition(PartitionId(0)), Offset(0));
-      auto records = reader.Next(3);
-      if (records.ok() && !records->empty()) {
-        std::printf(
-            "\n6. Malformed lines went to the dead-letter topic demo-page-stats.dlq, e.g.:\n   "
-            "%.*s\n",
-            static_cast<int>(records->front().value.size()), records->front().value.data());
-      }
-    }
-  }
-  std::printf("\nTry next:\n");
-  std::printf("  build/src/cli/weir consume demo.sessions --data-dir %s --max 3\n",
-              args.data_dir.c_str());
-  std::printf("  build/src/cli/weir topics describe demo.page-stats --data-dir %s\n",
-              args.data_dir.c_str());
-  std::printf("  build/src/cli/weir consume demo-page-stats.dlq --data-dir %s\n",
-              args.data_dir.c_str());
-  std::printf("  build/src/cli/weir run %s --data-dir %s   # resumes: nothing new to do\n",
-              (dir / "sessions.yaml").string().c_str(), args.data_dir.c_str());
-  std::printf(
-      "  build/src/cli/weir serve --data-dir %s &   # then any WebSocket client:\n"
-      "  wsdump 'ws://127.0.0.1:8080/streams/demo.sessions?offset=earliest'\n",
-      args.data_dir.c_str());
+  PrintPageStats(dir);
+  PrintSessions(dir);
+  PrintFusedFrames(dir);
+  PrintDeadLetter(args);
+  PrintNextSteps(args, dir);
   return 0;
 }
 
