@@ -4,6 +4,7 @@
 
 #include "app/data_dir.h"
 #include "app/runtime.h"
+#include "core/names.h"
 #include "dataflow/graph.h"
 #include "dataflow/kind.h"
 #include "log/log.h"
@@ -12,15 +13,6 @@ namespace weir {
 namespace {
 
 std::mutex running_mu;  // orders Stop() against the end of Run()
-
-bool IsValidName(std::string_view name) {
-  if (name.empty() || name.size() > 100 || name == "." || name == "..") return false;
-  for (char c : name) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'))
-      return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -32,10 +24,7 @@ Application::~Application() = default;
 std::string Application::Definition() const { return graph_->Describe(); }
 
 Result<RunSummary> Application::Run() {
-  if (!IsValidName(options_.name)) {
-    return Status::InvalidArgument("application name '" + options_.name +
-                                   "' must be 1-100 characters of [A-Za-z0-9._-]");
-  }
+  WEIR_RETURN_IF_ERROR(CheckName(options_.name, "application name"));
   if (options_.checkpoint_interval.count() <= 0 || options_.checkpoint_records <= 0) {
     return Status::InvalidArgument("checkpoint interval and records must be > 0");
   }
@@ -59,9 +48,7 @@ void Application::Stop() {
 }
 
 Status Application::Reset() {
-  if (!IsValidName(options_.name)) {
-    return Status::InvalidArgument("application name '" + options_.name + "' is not valid");
-  }
+  WEIR_RETURN_IF_ERROR(CheckName(options_.name, "application name"));
   std::filesystem::path data_dir(options_.data_dir);
   WEIR_ASSIGN_OR_RETURN(auto lock, app::DataDirLock::Acquire(data_dir));
   std::error_code ec;

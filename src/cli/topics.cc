@@ -1,11 +1,11 @@
 // weir produce, weir consume, weir topics.
 #include <atomic>
-#include <charconv>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/local_log.h"
+#include "core/parse.h"
 #include "dataflow/json_records.h"
 
 namespace weir::cli {
@@ -151,24 +151,23 @@ int Consume(const ConsumeArgs& args) {
     if (args.from == "latest") {
       start = partition.NextOffset();
     } else if (args.from != "earliest") {
-      int64_t offset;
-      auto r = std::from_chars(args.from.data(), args.from.data() + args.from.size(), offset);
-      if (r.ec != std::errc() || r.ptr != args.from.data() + args.from.size()) {
+      auto offset = ParseInt64(args.from, "--from");
+      if (!offset.ok()) {
         return Fail(Status::InvalidArgument("--from must be earliest, latest or an offset, not '" +
                                             args.from + "'"));
       }
-      if (Offset(offset) < partition.FirstOffset()) {
+      if (Offset(*offset) < partition.FirstOffset()) {
         return Fail(Status::OutOfRange("offset " + args.from + " of " + args.topic + "/" +
                                        std::to_string(p) +
                                        " was removed by retention; the first retained is " +
                                        std::to_string(partition.FirstOffset().value())));
       }
-      if (Offset(offset) > partition.NextOffset()) {
+      if (Offset(*offset) > partition.NextOffset()) {
         return Fail(Status::OutOfRange("offset " + args.from + " is beyond the end of " +
                                        args.topic + "/" + std::to_string(p) + " (next offset " +
                                        std::to_string(partition.NextOffset().value()) + ")"));
       }
-      start = Offset(offset);
+      start = Offset(*offset);
     }
     readers.push_back(std::make_unique<log::PartitionReader>(partition, start));
   }

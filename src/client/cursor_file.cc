@@ -1,12 +1,12 @@
 #include "client/cursor_file.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>
 
+#include "core/files.h"
 #include "weir/value.h"
 
 namespace weir::client {
@@ -14,18 +14,6 @@ namespace {
 
 // A cursor is well under this; a larger file is not a cursor.
 constexpr size_t kMaxCursorBytes = 4096;
-
-Status WriteAll(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "writing cursor file " + path);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::OK();
-}
 
 std::string DirectoryOf(const std::string& path) {
   std::string dir = std::filesystem::path(path).parent_path().string();
@@ -35,26 +23,13 @@ std::string DirectoryOf(const std::string& path) {
 }  // namespace
 
 Result<std::optional<Cursor>> ReadCursorFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return std::optional<Cursor>();
-    return Status::FromErrno(errno, "opening cursor file " + path);
+  auto read = ReadFile(path);
+  if (!read.ok()) {
+    if (read.status().code() == StatusCode::kNotFound) return std::optional<Cursor>();
+    return read.status().WithContext("cursor file");
   }
-  std::string text(kMaxCursorBytes + 1, '\0');
-  size_t size = 0;
-  while (size < text.size()) {
-    ssize_t n = ::read(fd, text.data() + size, text.size() - size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = Status::FromErrno(errno, "reading cursor file " + path);
-      ::close(fd);
-      return s;
-    }
-    if (n == 0) break;
-    size += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  text.resize(size);
+  std::string& text = *read;
+  const size_t size = text.size();
   auto corrupt = [&](const std::string& why) {
     std::string quoted = text.substr(0, 120);
     return Status::Corruption("cursor file " + path + " is corrupt (" + why + "): '" + quoted +
@@ -88,26 +63,7 @@ Status WriteCursorFile(const std::string& path, const Cursor& cursor) {
                                   {"partition", Value(int64_t{cursor.partition.value()})},
                                   {"last", Value(cursor.last.value())}});
   std::string text = json.ToJson() + "\n";
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno(errno, "creating cursor file " + tmp);
-  Status s = WriteAll(fd, text, tmp);
-  if (s.ok() && ::fsync(fd) != 0) s = Status::FromErrno(errno, "fsync of cursor file " + tmp);
-  if (::close(fd) != 0 && s.ok()) s = Status::FromErrno(errno, "closing cursor file " + tmp);
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    s = Status::FromErrno(errno, "renaming " + tmp + " to " + path);
-  }
-  if (!s.ok()) {
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  // The rename itself is durable only once the directory is.
-  std::string dir = DirectoryOf(path);
-  int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return Status::FromErrno(errno, "opening directory " + dir);
-  if (::fsync(dir_fd) != 0) s = Status::FromErrno(errno, "fsync of directory " + dir);
-  ::close(dir_fd);
-  return s;
+  return ReplaceFileAtomically(path, text).WithContext("writing cursor file");
 }
 
 Status CheckCursorFileWritable(const std::string& path) {

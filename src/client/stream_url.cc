@@ -1,8 +1,9 @@
 #include "client/stream_url.h"
 
 #include <cctype>
-#include <charconv>
 #include <limits>
+
+#include "core/parse.h"
 
 namespace weir::client {
 namespace {
@@ -17,20 +18,6 @@ int HexDigit(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-// Digits only, no sign, fitting `max`.
-template <typename T>
-bool ParseDecimal(std::string_view text, T max, T* out) {
-  if (text.empty() || text.size() > 19) return false;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-  }
-  T value = 0;
-  auto r = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (r.ec != std::errc() || r.ptr != text.data() + text.size() || value > max) return false;
-  *out = value;
-  return true;
 }
 
 bool PercentDecode(std::string_view in, std::string* out) {
@@ -110,11 +97,11 @@ Result<StreamUrl> ParseStreamUrl(std::string_view url) {
     }
   }
   if (has_port) {
-    uint32_t port = 0;
-    if (!ParseDecimal<uint32_t>(port_text, 65535, &port) || port == 0) {
+    auto port = ParseUnsigned(port_text, "port", 65535);
+    if (!port.ok() || *port == 0) {
       return bad("the port must be 1-65535, not '" + std::string(port_text) + "'");
     }
-    out.port = static_cast<uint16_t>(port);
+    out.port = static_cast<uint16_t>(*port);
   }
 
   size_t query_at = rest.find('?');
@@ -149,9 +136,11 @@ Result<StreamUrl> ParseStreamUrl(std::string_view url) {
     if (name == "partition") {
       if (seen_partition) return bad("partition is given twice");
       seen_partition = true;
-      if (!ParseDecimal<int32_t>(value, std::numeric_limits<int32_t>::max(), &out.partition)) {
+      auto partition = ParseUnsigned(value, "partition", std::numeric_limits<int32_t>::max());
+      if (!partition.ok()) {
         return bad("the partition must be a number 0-2147483647, not '" + value + "'");
       }
+      out.partition = static_cast<int32_t>(*partition);
     } else if (name == "token") {
       if (seen_token) return bad("token is given twice");
       seen_token = true;
@@ -185,12 +174,14 @@ Result<StartPosition> ParseStartPosition(std::string_view text) {
     return start;
   }
   start.kind = StartPosition::Kind::kAt;
-  if (!ParseDecimal<int64_t>(text, std::numeric_limits<int64_t>::max(), &start.offset)) {
+  auto offset = ParseUnsigned(text, "start", std::numeric_limits<int64_t>::max());
+  if (!offset.ok()) {
     return Status::InvalidArgument(
         "the start must be earliest, latest or an offset (0 or more), "
         "not '" +
         std::string(text) + "'");
   }
+  start.offset = static_cast<int64_t>(*offset);
   return start;
 }
 

@@ -3,7 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <charconv>
+
+#include "core/parse.h"
 
 namespace weir {
 namespace {
@@ -213,27 +214,21 @@ Result<std::string> ConfigNode::String() const {
 
 Result<int64_t> ConfigNode::Int(int64_t min, int64_t max) const {
   const std::string s = Scalar();
-  int64_t v;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (!IsScalar() || r.ec != std::errc() || r.ptr != s.data() + s.size()) {
-    return Expected("an integer");
-  }
-  if (v < min || v > max) {
+  auto v = ParseInt64(s, "value");
+  if (!IsScalar() || !v.ok()) return Expected("an integer");
+  if (*v < min || *v > max) {
     return Error("expected an integer from " + std::to_string(min) + " to " + std::to_string(max) +
                  ", found " + s);
   }
-  return v;
+  return *v;
 }
 
 Result<double> ConfigNode::Number(double min) const {
   const std::string s = Scalar();
-  double v;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (!IsScalar() || r.ec != std::errc() || r.ptr != s.data() + s.size()) {
-    return Expected("a number");
-  }
-  if (!(v >= min)) return Error("expected a number >= " + std::to_string(min) + ", found " + s);
-  return v;
+  auto v = ParseDouble(s, "value");
+  if (!IsScalar() || !v.ok()) return Expected("a number");
+  if (!(*v >= min)) return Error("expected a number >= " + std::to_string(min) + ", found " + s);
+  return *v;
 }
 
 Result<bool> ConfigNode::Bool() const {
@@ -259,12 +254,8 @@ Result<Value> ConfigNode::Literal() const {
   if (s == "true") return Value(true);
   if (s == "false") return Value(false);
   if (s == "null" || s == "~") return Value();
-  int64_t i;
-  auto ri = std::from_chars(s.data(), s.data() + s.size(), i);
-  if (ri.ec == std::errc() && ri.ptr == s.data() + s.size()) return Value(i);
-  double d;
-  auto rd = std::from_chars(s.data(), s.data() + s.size(), d);
-  if (rd.ec == std::errc() && rd.ptr == s.data() + s.size()) return Value(d);
+  if (auto i = ParseInt64(s, "value"); i.ok()) return Value(*i);
+  if (auto d = ParseDouble(s, "value"); d.ok()) return Value(*d);
   return Value(s);
 }
 

@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
+#include "core/files.h"
 #include "dataflow/watermark_marks.h"
 
 namespace weir::dataflow {
@@ -51,26 +53,17 @@ SharedFile::~SharedFile() {
   if (!is_stdout_) ::close(fd_);
 }
 
-Status SharedFile::WriteAll(std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "writing " + path_);
-    }
-    bytes.remove_prefix(n);
-    length_ += n;
-  }
-  return Status::OK();
-}
-
 Status SharedFile::Append(std::string_view lines) {
   std::lock_guard lock(mu_);
-  int64_t before = length_;
-  Status s = WriteAll(lines);
-  if (!s.ok() && !is_stdout_) {
-    // A partial write (a full disk) must not leave half a line: cut back.
-    if (::ftruncate(fd_, before) == 0 && ::lseek(fd_, before, SEEK_SET) == before) length_ = before;
+  Status s = WriteAll(fd_, lines, path_);
+  if (s.ok()) {
+    length_ += static_cast<int64_t>(lines.size());
+  } else if (!is_stdout_) {
+    // A partial write (a full disk) must not leave half a line: cut back. If that fails too, the
+    // file ends where the write stopped.
+    if (::ftruncate(fd_, length_) != 0 || ::lseek(fd_, length_, SEEK_SET) != length_) {
+      length_ = std::max<int64_t>(length_, ::lseek(fd_, 0, SEEK_CUR));
+    }
   }
   return s;
 }

@@ -58,7 +58,6 @@ class SharedFile {
  private:
   SharedFile(std::string path, int fd, bool is_stdout, int64_t length)
       : path_(std::move(path)), fd_(fd), is_stdout_(is_stdout), length_(length) {}
-  Status WriteAll(std::string_view bytes);  // REQUIRES: mu_ held
 
   std::string path_;
   int fd_;

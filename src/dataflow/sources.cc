@@ -1,8 +1,8 @@
 #include "dataflow/sources.h"
 
 #include <algorithm>
-#include <charconv>
 
+#include "core/parse.h"
 #include "dataflow/watermark_marks.h"
 
 namespace weir::dataflow {
@@ -77,12 +77,9 @@ class TopicSource : public Source {
   }
 
   Status RestorePosition(std::string_view saved) override {
-    int64_t offset;
-    auto r = std::from_chars(saved.data(), saved.data() + saved.size(), offset);
-    if (r.ec != std::errc() || r.ptr != saved.data() + saved.size()) {
-      return Status::Corruption(Describe() + ": bad saved position");
-    }
-    reader_.Seek(Offset(offset));
+    auto offset = ParseInt64(saved, "saved position");
+    if (!offset.ok()) return Status::Corruption(Describe() + ": bad saved position");
+    reader_.Seek(Offset(*offset));
     return Status::OK();
   }
 
@@ -165,10 +162,9 @@ void DescribeRecordExtraction(Fingerprint& fingerprint, const KeySpec& key,
 std::string CountingSource::SavePosition() const { return std::to_string(next_); }
 
 Status CountingSource::RestorePosition(std::string_view saved) {
-  auto r = std::from_chars(saved.data(), saved.data() + saved.size(), next_);
-  if (r.ec != std::errc() || r.ptr != saved.data() + saved.size()) {
-    return Status::Corruption(Describe() + ": bad saved position");
-  }
+  auto next = ParseInt64(saved, "saved position");
+  if (!next.ok()) return Status::Corruption(Describe() + ": bad saved position");
+  next_ = *next;
   return Status::OK();
 }
 

@@ -1,7 +1,8 @@
 #include "dataflow/watermark_marks.h"
 
-#include <charconv>
 #include <string>
+
+#include "core/parse.h"
 
 namespace weir::dataflow {
 
@@ -17,13 +18,12 @@ Result<std::optional<WatermarkMark>> DecodeWatermarkMark(const log::StoredRecord
   WEIR_ASSIGN_OR_RETURN(std::vector<Header> headers, stored.DecodeHeaders());
   if (headers[0].name != kWatermarkHeader) return std::optional<WatermarkMark>();
   const std::string& text = headers[0].value;
-  int64_t value;
-  auto parsed = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (parsed.ec != std::errc() || parsed.ptr != text.data() + text.size() ||
-      stored.key_serde != KeySerde::kString || stored.key.empty() || !stored.value.empty()) {
+  auto value = ParseInt64(text, "watermark");
+  if (!value.ok() || stored.key_serde != KeySerde::kString || stored.key.empty() ||
+      !stored.value.empty()) {
     return Status::Corruption("malformed watermark mark (header '" + text + "')");
   }
-  return std::optional<WatermarkMark>(WatermarkMark{stored.key, Watermark(value)});
+  return std::optional<WatermarkMark>(WatermarkMark{stored.key, Watermark(*value)});
 }
 
 }  // namespace weir::dataflow

@@ -15,6 +15,7 @@
 #include <system_error>
 #include <utility>
 
+#include "core/names.h"
 #include "state/key_encoding.h"
 
 namespace weir::state {
@@ -69,14 +70,6 @@ Status FromRocks(const rocksdb::Status& s, std::string_view what,
     default:
       return Status::Internal(std::move(message));
   }
-}
-
-bool IsValidStoreName(std::string_view name) {
-  if (name.empty() || name == kMetaFamily) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '.' || c == '-';
-  });
 }
 
 rocksdb::DBOptions MakeDbOptions(const TaskStoreOptions& options) {
@@ -386,10 +379,10 @@ Result<std::unique_ptr<TaskStore>> TaskStore::Open(const std::filesystem::path& 
                                                    const TaskStoreOptions& options) {
   for (size_t i = 0; i < store_names.size(); ++i) {
     const std::string& name = store_names[i];
-    if (!IsValidStoreName(name)) {
-      return Status::InvalidArgument("state store " + dir.string() + ": invalid store name '" +
-                                     name + "' (want [A-Za-z0-9_.-]+, not \"__meta\")");
-    }
+    Status valid = name == kMetaFamily
+                       ? Status::InvalidArgument("store name '" + name + "' is reserved")
+                       : CheckName(name, "store name");
+    WEIR_RETURN_IF_ERROR(valid.WithContext("state store " + dir.string()));
     if (std::find(store_names.begin(), store_names.begin() + i, name) != store_names.begin() + i) {
       return Status::InvalidArgument("state store " + dir.string() + ": store '" + name +
                                      "' is listed twice");

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 
+#include "core/parse.h"
 #include "dataflow/builtin_kinds.h"
 #include "dataflow/graph.h"
 #include "dataflow/json_records.h"
@@ -31,10 +31,12 @@ int64_t WallClockMs() {
 bool ParsePair(std::string_view saved, int64_t& a, int64_t& b) {
   size_t colon = saved.find(':');
   if (colon == std::string_view::npos) return false;
-  auto r1 = std::from_chars(saved.data(), saved.data() + colon, a);
-  auto r2 = std::from_chars(saved.data() + colon + 1, saved.data() + saved.size(), b);
-  return r1.ec == std::errc() && r2.ec == std::errc() && r1.ptr == saved.data() + colon &&
-         r2.ptr == saved.data() + saved.size();
+  auto first = ParseInt64(saved.substr(0, colon), "saved position");
+  auto second = ParseInt64(saved.substr(colon + 1), "saved position");
+  if (!first.ok() || !second.ok()) return false;
+  a = *first;
+  b = *second;
+  return true;
 }
 
 class FileSource : public Source {
