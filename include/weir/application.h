@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "weir/fsync.h"
 #include "weir/status.h"
 #include "weir/stream.h"
 
@@ -54,8 +55,8 @@ struct ApplicationOptions {
   int workers = 0;         // worker threads; 0: min(cores, tasks)
   int32_t partitions = 0;  // repartition topics' partitions; 0: max(source, workers)
   std::chrono::milliseconds checkpoint_interval{1000};
-  int64_t checkpoint_records = 1'000'000;  // also checkpoint after this many input records
-  std::string fsync = "group";             // log fsync policy: group, always, never
+  int64_t checkpoint_records = 1'000'000;   // also checkpoint after this many input records
+  FsyncPolicy fsync = FsyncPolicy::kGroup;  // when the log fsyncs (weir/fsync.h)
   // Progress lines (resuming, throughput) go here; empty: silent.
   std::function<void(const std::string&)> on_progress;
   // Called on the coordinator thread after each committed checkpoint, with its number and the

@@ -35,17 +35,37 @@ class Offset : public NamedType<int64_t, struct OffsetTag> {
 
 using PartitionId = NamedType<int32_t, struct PartitionTag>;
 
-// Event time: milliseconds since the Unix epoch.
+// The most partitions a topic may have, whether it is declared in C++ (log::TopicConfig, which
+// every topic an application makes goes through) or in YAML.
+inline constexpr int32_t kMaxPartitions = 10000;
+
+// Time arithmetic that saturates instead of overflowing: times come from user data, and
+// watermarks start at INT64_MIN and end at INT64_MAX. EventTime's + and - are built on these; the
+// window code uses them on raw milliseconds (window bounds) too.
+constexpr int64_t AddSaturating(int64_t a, int64_t b) {
+  int64_t sum;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+constexpr int64_t SubtractSaturating(int64_t a, int64_t b) {
+  int64_t difference;
+  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
+  return b > 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+}
+
+// Event time: milliseconds since the Unix epoch. Moving a time by a duration saturates: past
+// either end it stays at Min() or Max() (an event at Max() plus a grace is still Max(), never a
+// time before the epoch).
 class EventTime : public NamedType<int64_t, struct EventTimeTag> {
  public:
   using NamedType::NamedType;
   static constexpr EventTime Min() { return EventTime(std::numeric_limits<int64_t>::min()); }
   static constexpr EventTime Max() { return EventTime(std::numeric_limits<int64_t>::max()); }
   constexpr EventTime operator+(std::chrono::milliseconds d) const {
-    return EventTime(value() + d.count());
+    return EventTime(AddSaturating(value(), d.count()));
   }
   constexpr EventTime operator-(std::chrono::milliseconds d) const {
-    return EventTime(value() - d.count());
+    return EventTime(SubtractSaturating(value(), d.count()));
   }
 };
 
@@ -62,19 +82,6 @@ class Watermark : public NamedType<int64_t, struct WatermarkTag> {
     return t.value() > value() ? Watermark(t.value()) : *this;
   }
 };
-
-// Event-time arithmetic that saturates instead of overflowing (times come from user data;
-// watermarks start at INT64_MIN and end at INT64_MAX).
-inline int64_t AddSaturating(int64_t a, int64_t b) {
-  int64_t sum;
-  if (!__builtin_add_overflow(a, b, &sum)) return sum;
-  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
-}
-inline int64_t SubtractSaturating(int64_t a, int64_t b) {
-  int64_t difference;
-  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
-  return b > 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
-}
 
 }  // namespace weir
 

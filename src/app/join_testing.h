@@ -63,7 +63,7 @@ inline ApplicationOptions JoinAppOptions(const TempDir& dir) {
   return {.name = "joins",
           .data_dir = dir / "data",
           .checkpoint_interval = std::chrono::milliseconds(20),
-          .fsync = "never"};
+          .fsync = FsyncPolicy::kNever};
 }
 
 // {"key", "timestamp", "value": {"left": {"id", ...}, "right": {"id", ...} | null}} per line.

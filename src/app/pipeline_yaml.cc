@@ -139,13 +139,12 @@ Result<ApplicationOptions> ParseApplicationOptions(const ConfigNode& top,
   }
   if (overrides.workers > 0) options.workers = overrides.workers;
   if (auto f = top.Get("fsync")) {
-    WEIR_ASSIGN_OR_RETURN(options.fsync, f->String());
-    if (options.fsync != "group" && options.fsync != "always" && options.fsync != "never") {
-      return f->Error("expected group, always or never, found '" + options.fsync + "'");
-    }
+    auto policy = ParseFsyncPolicy(f->Scalar());
+    if (!f->IsScalar() || !policy.ok()) return f->Expected(FsyncPolicyChoices());
+    options.fsync = *policy;
   }
   if (auto p = top.Get("partitions")) {
-    WEIR_ASSIGN_OR_RETURN(int64_t partitions, p->Int(1, 10000));
+    WEIR_ASSIGN_OR_RETURN(int64_t partitions, p->Int(1, kMaxPartitions));
     options.partitions = static_cast<int32_t>(partitions);
   }
   return options;

@@ -73,7 +73,7 @@ TEST(PipelineYaml, FsyncPolicyIsChecked) {
   auto app = LoadPipelineText(std::string(kSource) + "sink: {stdout: true}\nfsync: always\n",
                               "p.yaml", "", {});
   ASSERT_TRUE(app.ok());
-  EXPECT_EQ((*app)->options().fsync, "always");
+  EXPECT_EQ((*app)->options().fsync, FsyncPolicy::kAlways);
   EXPECT_NE(ErrorOf(std::string(kSource) + "sink: {stdout: true}\nfsync: sometimes\n")
                 .find("fsync: expected group, always or never, found 'sometimes'"),
             std::string::npos);

@@ -46,7 +46,7 @@ Status Runtime::Setup() {
   WEIR_ASSIGN_OR_RETURN(lock_, DataDirLock::Acquire(data_dir));
   log::LogOptions log_options;
   log_options.dir = data_dir / "log";
-  WEIR_ASSIGN_OR_RETURN(log_options.fsync, log::ParseFsyncPolicy(options_.fsync));
+  log_options.fsync = options_.fsync;
   WEIR_ASSIGN_OR_RETURN(log_, log::LogStore::Open(log_options));
 
   int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -77,7 +77,7 @@ std::string EventJson(const Event& e) {
 void WriteTopic(const std::string& data_dir, const std::string& topic,
                 const std::vector<std::vector<Event>>& partitions) {
   auto log = log::LogStore::Open(
-      {.dir = std::filesystem::path(data_dir) / "log", .fsync = log::FsyncPolicy::kNever});
+      {.dir = std::filesystem::path(data_dir) / "log", .fsync = FsyncPolicy::kNever});
   ASSERT_TRUE(log.ok()) << log.status().ToString();
   auto t = (*log)->CreateTopic(topic, {.partitions = static_cast<int32_t>(partitions.size())});
   ASSERT_TRUE(t.ok()) << t.status().ToString();
@@ -458,7 +458,7 @@ CaseRun RunCase(const PropertyCase& c, const std::string& slow, double max_rate,
                                .workers = 2,
                                .checkpoint_interval = milliseconds(50),
                                .checkpoint_records = 4000,
-                               .fsync = "never"};
+                               .fsync = FsyncPolicy::kNever};
     Application* running = nullptr;
     if (stop) {
       options.on_checkpoint = [&running, stop_after](int64_t, int64_t records_in) {
@@ -585,7 +585,7 @@ TEST_P(AfterTheEndOfInput, GrownInputIsLateForEveryKeyWithItsReason) {
     WriteLines(dir / "in.jsonl", lines);
   };
   auto run = [&]() -> Result<RunSummary> {
-    Application app({.name = "ended", .data_dir = dir / "data", .fsync = "never"});
+    Application app({.name = "ended", .data_dir = dir / "data", .fsync = FsyncPolicy::kNever});
     Stream stream =
         app.FromFile({.path = dir / "in.jsonl", .key = {"user"}, .timestamp_field = "ts"});
     if (param.group_by) stream = stream.GroupBy("page", KeySerde::kInt);
@@ -712,7 +712,7 @@ PurgeRun RunThroughARepartition(int32_t source_partitions, int32_t repartitions,
                    .workers = 2,
                    .partitions = repartitions,
                    .checkpoint_interval = milliseconds(200),
-                   .fsync = "never",
+                   .fsync = FsyncPolicy::kNever,
                    .on_checkpoint = [&](int64_t, int64_t) {
                      ++run.checkpoints;
                      for (const auto& [p, bytes] : RepartitionBytes(log_dir, "purge", seen)) {

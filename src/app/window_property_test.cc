@@ -317,7 +317,8 @@ ApplicationOptions Options(const weir::testing::TempDir& dir) {
   options.name = "windows";
   options.data_dir = dir / "data";
   options.checkpoint_interval = std::chrono::milliseconds(20);
-  options.fsync = "never";  // no crash here: durability is not what these tests are about
+  // No crash here: durability is not what these tests are about.
+  options.fsync = FsyncPolicy::kNever;
   return options;
 }
 

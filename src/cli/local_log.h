@@ -19,7 +19,7 @@ struct LocalLog {
     WEIR_ASSIGN_OR_RETURN(local.lock, app::DataDirLock::Acquire(data_dir));
     log::LogOptions options;
     options.dir = std::filesystem::path(data_dir) / "log";
-    WEIR_ASSIGN_OR_RETURN(options.fsync, log::ParseFsyncPolicy(fsync));
+    WEIR_ASSIGN_OR_RETURN(options.fsync, ParseFsyncPolicy(fsync));
     WEIR_ASSIGN_OR_RETURN(local.log, log::LogStore::Open(options));
     return local;
   }

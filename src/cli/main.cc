@@ -3,6 +3,18 @@
 #include <csignal>
 
 #include "cli/commands.h"
+#include "weir/fsync.h"
+
+namespace {
+
+// What --fsync accepts: the names of weir/fsync.h's one table.
+CLI::IsMember FsyncNames() {
+  std::vector<std::string> names;
+  for (const auto& [policy, name] : weir::kFsyncPolicies) names.emplace_back(name);
+  return CLI::IsMember(names);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace weir::cli;
@@ -59,8 +71,9 @@ int main(int argc, char** argv) {
   add_data_dir(serve_cmd);
   add_serve_flags(serve_cmd, serve.serve);
   serve_cmd
-      ->add_option("--fsync", serve.fsync, "Log fsync policy for publishes: group, always, never")
-      ->check(CLI::IsMember({"group", "always", "never"}))
+      ->add_option("--fsync", serve.fsync,
+                   "Log fsync policy for publishes: " + weir::FsyncPolicyChoices())
+      ->check(FsyncNames())
       ->capture_default_str();
 
   DemoArgs demo;
@@ -80,8 +93,8 @@ int main(int argc, char** argv) {
   produce_cmd->add_option("--timestamp-field", produce.timestamp_field,
                           "Integer field with the event time in ms (default: now)");
   produce_cmd->add_flag("--create", produce.create, "Create the topic if it does not exist");
-  produce_cmd->add_option("--fsync", produce.fsync, "Durability: group, always, never")
-      ->check(CLI::IsMember({"group", "always", "never"}))
+  produce_cmd->add_option("--fsync", produce.fsync, "Durability: " + weir::FsyncPolicyChoices())
+      ->check(FsyncNames())
       ->capture_default_str();
   produce_cmd
       ->add_option("--partitions", produce.partitions, "Partitions of a topic made by --create")
@@ -139,7 +152,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_log->add_option("--value-bytes", bench.value_bytes, "Record size in bytes")
       ->capture_default_str();
-  bench_log->add_option("--fsync", bench.fsync, "group, always, never")->capture_default_str();
+  bench_log->add_option("--fsync", bench.fsync, weir::FsyncPolicyChoices())
+      ->check(FsyncNames())
+      ->capture_default_str();
   bench_log->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
   CLI::App* bench_pipeline = bench_cmd->add_subcommand(
       "pipeline", "Running count per key over the generator, checkpoints on");

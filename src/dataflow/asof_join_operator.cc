@@ -19,7 +19,7 @@ class AsOfJoinOperator final : public KeyedTimeJoin {
   AsOfJoinOperator(const AsOfJoinOptions& options, const StepContext& context)
       : KeyedTimeJoin(context, options.grace,
                       JoinLateTopic(options.late_topic, context.application)),
-        lookback_(options.lookback.count()) {}
+        lookback_(options.lookback) {}
 
  private:
   void Add(int input, Record& event, JoinKeyState& state) override {
@@ -49,7 +49,9 @@ class AsOfJoinOperator final : public KeyedTimeJoin {
     const JoinSide& rights = state.side(kRightInput);
     // A left is due once the horizon is past its time; the oldest right can go once the one
     // after it is at or before the horizon.
-    if (!lefts.empty()) due = AddSaturating(EntryTime(lefts.front()), 1);
+    if (!lefts.empty()) {
+      due = (EventTime(EntryTime(lefts.front())) + std::chrono::milliseconds(1)).value();
+    }
     if (rights.size() >= 2) due = due ? std::min(*due, EntryTime(rights[1])) : EntryTime(rights[1]);
     return due;
   }
@@ -60,13 +62,13 @@ class AsOfJoinOperator final : public KeyedTimeJoin {
     const int64_t t = EntryTime(left);
     auto after = FirstAfter(rights, t);
     if (after != rights.begin() &&
-        (lookback_ == 0 || EntryTime(*(after - 1)) >= SubtractSaturating(t, lookback_))) {
+        (lookback_.count() == 0 || EntryTime(*(after - 1)) >= (EventTime(t) - lookback_).value())) {
       return Emit(key, t, EntryValue(left), EntryValue(*(after - 1)));
     }
     Emit(key, t, EntryValue(left), Value());
   }
 
-  const int64_t lookback_;
+  const std::chrono::milliseconds lookback_;
 };
 
 }  // namespace

@@ -17,23 +17,26 @@ namespace {
 // A left entry: [ts, value, matched].
 constexpr size_t kMatched = 2;
 
+EventTime TimeOf(const Value& entry) { return EventTime(EntryTime(entry)); }
+
 class IntervalJoinOperator final : public KeyedTimeJoin {
  public:
   IntervalJoinOperator(const IntervalJoinOptions& options, const StepContext& context)
       : KeyedTimeJoin(context, options.grace,
                       JoinLateTopic(options.late_topic, context.application)),
-        lower_(options.lower.count()),
-        upper_(options.upper.count()),
+        lower_(options.lower),
+        upper_(options.upper),
         left_outer_(options.left_outer) {}
 
  private:
   void Add(int input, Record& event, JoinKeyState& state) override {
-    const int64_t t = event.timestamp.value();
+    const EventTime at = event.timestamp;
+    const int64_t t = at.value();
     if (input == kLeftInput) {
       JoinSide& rights = state.side(kRightInput);
       bool matched = false;
-      for (auto r = FirstAtOrAfter(rights, SubtractSaturating(t, lower_));
-           r != rights.end() && EntryTime(*r) <= AddSaturating(t, upper_); ++r) {
+      for (auto r = FirstAtOrAfter(rights, (at - lower_).value());
+           r != rights.end() && TimeOf(*r) <= at + upper_; ++r) {
         Emit(event.key, std::max(t, EntryTime(*r)), event.value, EntryValue(*r));
         matched = true;
       }
@@ -42,8 +45,8 @@ class IntervalJoinOperator final : public KeyedTimeJoin {
       return;
     }
     JoinSide& lefts = state.side(kLeftInput);
-    for (auto l = FirstAtOrAfter(lefts, SubtractSaturating(t, upper_));
-         l != lefts.end() && EntryTime(*l) <= AddSaturating(t, lower_); ++l) {
+    for (auto l = FirstAtOrAfter(lefts, (at - upper_).value());
+         l != lefts.end() && TimeOf(*l) <= at + lower_; ++l) {
       Emit(event.key, std::max(t, EntryTime(*l)), EntryValue(*l), event.value);
       l->as_array()[kMatched] = Value(true);
     }
@@ -53,13 +56,13 @@ class IntervalJoinOperator final : public KeyedTimeJoin {
   void Expire(const Key& key, int64_t horizon, JoinKeyState& state) override {
     JoinSide& lefts = state.side(kLeftInput);
     auto l = lefts.begin();
-    for (; l != lefts.end() && AddSaturating(EntryTime(*l), upper_) < horizon; ++l) {
+    for (; l != lefts.end() && (TimeOf(*l) + upper_).value() < horizon; ++l) {
       EmitIfUnmatched(key, *l);
     }
     lefts.erase(lefts.begin(), l);
     JoinSide& rights = state.side(kRightInput);
     auto r = rights.begin();
-    while (r != rights.end() && AddSaturating(EntryTime(*r), lower_) < horizon) ++r;
+    while (r != rights.end() && (TimeOf(*r) + lower_).value() < horizon) ++r;
     rights.erase(rights.begin(), r);
   }
 
@@ -69,16 +72,16 @@ class IntervalJoinOperator final : public KeyedTimeJoin {
 
   std::optional<int64_t> DueAt(const JoinKeyState& state) const override {
     // An entry expires once the horizon is past its last matching instant.
-    std::optional<int64_t> last;
+    std::optional<EventTime> last;
     const JoinSide& lefts = state.side(kLeftInput);
     const JoinSide& rights = state.side(kRightInput);
-    if (!lefts.empty()) last = AddSaturating(EntryTime(lefts.front()), upper_);
+    if (!lefts.empty()) last = TimeOf(lefts.front()) + upper_;
     if (!rights.empty()) {
-      int64_t r = AddSaturating(EntryTime(rights.front()), lower_);
+      const EventTime r = TimeOf(rights.front()) + lower_;
       last = last ? std::min(*last, r) : r;
     }
     if (!last) return std::nullopt;
-    return AddSaturating(*last, 1);
+    return (*last + std::chrono::milliseconds(1)).value();
   }
 
   void EmitIfUnmatched(const Key& key, const Value& left) {
@@ -87,8 +90,8 @@ class IntervalJoinOperator final : public KeyedTimeJoin {
     }
   }
 
-  const int64_t lower_;
-  const int64_t upper_;
+  const std::chrono::milliseconds lower_;
+  const std::chrono::milliseconds upper_;
   const bool left_outer_;
 };
 

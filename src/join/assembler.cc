@@ -11,20 +11,11 @@ namespace {
 
 constexpr std::chrono::milliseconds kDefaultCollectRetention{30'000};
 
-// `t` moved by `d`, saturating at the ends of time.
-EventTime Shift(EventTime t, std::chrono::milliseconds d) {
-  int64_t out;
-  if (__builtin_add_overflow(t.value(), d.count(), &out)) {
-    return d.count() > 0 ? EventTime::Max() : EventTime::Min();
-  }
-  return EventTime(out);
-}
-
 // Whether `clock` is at least `d` past `t` (clock Max: always).
 bool Past(EventTime clock, EventTime t, std::chrono::milliseconds d) {
   if (clock == EventTime::Max()) return true;
   if (clock == EventTime::Min()) return false;
-  return clock >= Shift(t, d);
+  return clock >= t + d;
 }
 
 // An identity key for "this message of this input" (supersede lookups).
@@ -323,8 +314,8 @@ class TimeAssembler final : public AssemblerBase {
   int64_t Nearest(int input, EventTime time) const {
     int64_t best = -1;
     std::chrono::milliseconds best_diff{0};
-    auto it = by_time_.lower_bound({Shift(time, -options_.tolerance), INT64_MIN});
-    for (; it != by_time_.end() && it->first <= Shift(time, options_.tolerance); ++it) {
+    auto it = by_time_.lower_bound({time - options_.tolerance, INT64_MIN});
+    for (; it != by_time_.end() && it->first <= time + options_.tolerance; ++it) {
       const Group& g = groups_.at(it->second);
       if (g.members[input].has_value()) continue;
       std::chrono::milliseconds diff{time > g.time ? time.value() - g.time.value()
@@ -415,8 +406,8 @@ class TimeAssembler final : public AssemblerBase {
     for (size_t i = 0; i < inputs_.size(); ++i) {
       if (!is_collect(static_cast<int>(i))) continue;
       auto& buffer = collected_[i];
-      auto from = buffer.lower_bound(Shift(time, -collect_window_[i]));
-      auto to = buffer.upper_bound(Shift(time, collect_window_[i]));
+      auto from = buffer.lower_bound(time - collect_window_[i]);
+      auto to = buffer.upper_bound(time + collect_window_[i]);
       for (auto it = from; it != to; ++it) out.samples[i].push_back(std::move(it->second));
       buffer.erase(from, to);
     }

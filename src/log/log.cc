@@ -91,17 +91,10 @@ Status DecodeTopicJson(const fs::path& path, std::string_view text, TopicConfig&
 
 }  // namespace
 
-Result<FsyncPolicy> ParseFsyncPolicy(std::string_view name) {
-  if (name == "group") return FsyncPolicy::kGroup;
-  if (name == "always") return FsyncPolicy::kAlways;
-  if (name == "never") return FsyncPolicy::kNever;
-  return Status::InvalidArgument("unknown fsync policy '" + std::string(name) +
-                                 "' (expected group, always or never)");
-}
-
 Status TopicConfig::Validate() const {
-  if (partitions < 1 || partitions > 10000) {
-    return Status::InvalidArgument("TopicConfig.partitions must be between 1 and 10000, got " +
+  if (partitions < 1 || partitions > kMaxPartitions) {
+    return Status::InvalidArgument("TopicConfig.partitions must be between 1 and " +
+                                   std::to_string(kMaxPartitions) + ", got " +
                                    std::to_string(partitions));
   }
   if (segment_bytes < 4096) {

@@ -54,20 +54,12 @@
 
 #include "core/files.h"
 #include "log/record_format.h"
+#include "weir/fsync.h"
 #include "weir/key.h"
 #include "weir/status.h"
 #include "weir/types.h"
 
 namespace weir::log {
-
-enum class FsyncPolicy : uint8_t {
-  kGroup,   // default: one fdatasync per group commit covers every append since the last one
-  kAlways,  // Append() writes and fdatasyncs before it returns
-  kNever,   // written to the file by the group committer and visible; the OS decides when
-};
-
-// "group", "always", "never".
-Result<FsyncPolicy> ParseFsyncPolicy(std::string_view name);
 
 struct TopicConfig {
   int32_t partitions = 1;
