@@ -134,30 +134,62 @@ FrameParser::Result FrameParser::Fail(CloseCode code, std::string_view reason) {
   return Result::kError;
 }
 
+// The first two bytes of a frame against RFC 6455 and the fragmentation state: the reason it is
+// refused, or an empty view.
+std::string_view FrameParser::RefuseHeader(uint8_t byte0, uint8_t byte1) const {
+  const bool fin = byte0 & 0x80;
+  const uint8_t opcode = byte0 & 0x0F;
+  if (byte0 & 0x70) return "reserved bits set";
+  if (!IsKnownOpcode(opcode)) return "unknown opcode";
+  if (!(byte1 & 0x80)) return "client frame not masked";
+  if (IsControl(opcode)) {
+    if (!fin) return "fragmented control frame";
+    if ((byte1 & 0x7F) > kMaxControlPayload) return "control frame above 125 bytes";
+  } else if (opcode == static_cast<uint8_t>(Opcode::kContinuation)) {
+    if (!in_fragmented_) return "continuation without a message";
+  } else if (in_fragmented_) {
+    return "new data frame inside a fragmented message";
+  }
+  return {};
+}
+
+FrameParser::Result FrameParser::FinishControl(Opcode opcode, const char* payload, size_t n,
+                                               const uint8_t key[4], ClientMessage* out) {
+  out->opcode = opcode;
+  out->payload.resize(n);
+  Unmask(out->payload.data(), payload, n, key);
+  if (opcode != Opcode::kClose || n == 0) return Result::kMessage;
+  if (n == 1) return Fail(CloseCode::kProtocolError, "close payload of 1 byte");
+  const auto code = static_cast<uint16_t>((static_cast<uint8_t>(out->payload[0]) << 8) |
+                                          static_cast<uint8_t>(out->payload[1]));
+  if (!IsValidCloseCode(code)) return Fail(CloseCode::kProtocolError, "invalid close code");
+  if (!IsValidUtf8(std::string_view(out->payload).substr(2))) {
+    return Fail(CloseCode::kInvalidPayload, "close reason not UTF-8");
+  }
+  return Result::kMessage;
+}
+
+FrameParser::Result FrameParser::Deliver(Opcode opcode, ClientMessage* out) {
+  out->opcode = opcode;
+  if (opcode == Opcode::kText && !IsValidUtf8(out->payload)) {
+    return Fail(CloseCode::kInvalidPayload, "text not UTF-8");
+  }
+  return Result::kMessage;
+}
+
 FrameParser::Result FrameParser::Next(ClientMessage* out) {
   if (failed_) return Result::kError;
   for (;;) {
     const size_t available = buffer_.size() - consumed_;
     if (available < 2) return Result::kNeedMore;
     const auto* p = reinterpret_cast<const uint8_t*>(buffer_.data() + consumed_);
+    if (std::string_view refused = RefuseHeader(p[0], p[1]); !refused.empty()) {
+      return Fail(CloseCode::kProtocolError, refused);
+    }
     const bool fin = p[0] & 0x80;
     const uint8_t opcode = p[0] & 0x0F;
-    const bool masked = p[1] & 0x80;
-    const uint8_t length7 = p[1] & 0x7F;
-
-    if (p[0] & 0x70) return Fail(CloseCode::kProtocolError, "reserved bits set");
-    if (!IsKnownOpcode(opcode)) return Fail(CloseCode::kProtocolError, "unknown opcode");
-    if (!masked) return Fail(CloseCode::kProtocolError, "client frame not masked");
     const bool control = IsControl(opcode);
-    if (control) {
-      if (!fin) return Fail(CloseCode::kProtocolError, "fragmented control frame");
-      if (length7 > kMaxControlPayload)
-        return Fail(CloseCode::kProtocolError, "control frame above 125 bytes");
-    } else if (opcode == static_cast<uint8_t>(Opcode::kContinuation)) {
-      if (!in_fragmented_) return Fail(CloseCode::kProtocolError, "continuation without a message");
-    } else if (in_fragmented_) {
-      return Fail(CloseCode::kProtocolError, "new data frame inside a fragmented message");
-    }
+    const uint8_t length7 = p[1] & 0x7F;
 
     const size_t length_bytes = length7 == 126 ? 2 : length7 == 127 ? 8 : 0;
     if (available < 2 + length_bytes) return Result::kNeedMore;
@@ -183,33 +215,12 @@ FrameParser::Result FrameParser::Next(ClientMessage* out) {
     const size_t n = static_cast<size_t>(length);
     consumed_ += header + n;
 
-    if (control) {
-      out->opcode = static_cast<Opcode>(opcode);
-      out->payload.resize(n);
-      Unmask(out->payload.data(), payload, n, key);
-      if (out->opcode == Opcode::kClose) {
-        if (n == 1) return Fail(CloseCode::kProtocolError, "close payload of 1 byte");
-        if (n >= 2) {
-          const auto code = static_cast<uint16_t>((static_cast<uint8_t>(out->payload[0]) << 8) |
-                                                  static_cast<uint8_t>(out->payload[1]));
-          if (!IsValidCloseCode(code)) return Fail(CloseCode::kProtocolError, "invalid close code");
-          if (!IsValidUtf8(std::string_view(out->payload).substr(2))) {
-            return Fail(CloseCode::kInvalidPayload, "close reason not UTF-8");
-          }
-        }
-      }
-      return Result::kMessage;
-    }
-
+    if (control) return FinishControl(static_cast<Opcode>(opcode), payload, n, key, out);
     if (opcode != static_cast<uint8_t>(Opcode::kContinuation)) {
-      if (fin) {
-        out->opcode = static_cast<Opcode>(opcode);
+      if (fin) {  // a whole message in one frame
         out->payload.resize(n);
         Unmask(out->payload.data(), payload, n, key);
-        if (out->opcode == Opcode::kText && !IsValidUtf8(out->payload)) {
-          return Fail(CloseCode::kInvalidPayload, "text not UTF-8");
-        }
-        return Result::kMessage;
+        return Deliver(static_cast<Opcode>(opcode), out);
       }
       in_fragmented_ = true;
       partial_opcode_ = static_cast<Opcode>(opcode);
@@ -221,13 +232,9 @@ FrameParser::Result FrameParser::Next(ClientMessage* out) {
     if (!fin) continue;
 
     in_fragmented_ = false;
-    out->opcode = partial_opcode_;
     out->payload.swap(partial_);
     partial_.clear();
-    if (out->opcode == Opcode::kText && !IsValidUtf8(out->payload)) {
-      return Fail(CloseCode::kInvalidPayload, "text not UTF-8");
-    }
-    return Result::kMessage;
+    return Deliver(partial_opcode_, out);
   }
 }
 

@@ -66,6 +66,11 @@ class FrameParser {
 
  private:
   Result Fail(CloseCode code, std::string_view reason);
+  std::string_view RefuseHeader(uint8_t byte0, uint8_t byte1) const;
+  Result FinishControl(Opcode opcode, const char* payload, size_t n, const uint8_t key[4],
+                       ClientMessage* out);
+  // `out` holds a whole message of `opcode`: checks text is UTF-8.
+  Result Deliver(Opcode opcode, ClientMessage* out);
 
   size_t max_message_bytes_;
   // Implementation-defined state: the unparsed bytes and the message being reassembled.
