@@ -11,6 +11,27 @@
 namespace weir::log {
 namespace {
 constexpr size_t kReadChunk = 1 << 20;
+
+// Checks the batch whose header `h` and bytes start at `batch` (byte `at` of the segment file
+// `path`) and decodes its records onto `records`, which must stay contiguous from `records_base`
+// (set by the first batch).
+Status AppendBatch(const BatchHeader& h, const char* batch, const std::string& path, int64_t at,
+                   std::vector<StoredRecord>& records, int64_t& records_base) {
+  const std::string_view payload(batch + kBatchHeaderSize, h.payload_len);
+  if (!BatchHeader::CrcMatches(batch, payload)) {
+    return Status::Corruption(path + ": crc mismatch in the batch at byte " + std::to_string(at));
+  }
+  if (records.empty()) records_base = h.base_offset;
+  const int64_t expected = records_base + static_cast<int64_t>(records.size());
+  if (h.base_offset != expected) {
+    return Status::Corruption(path + ": batch at byte " + std::to_string(at) +
+                              " starts at offset " + std::to_string(h.base_offset) +
+                              " where the previous batch ended at " + std::to_string(expected));
+  }
+  Status s = DecodeRecords(payload, h.count, Offset(h.base_offset), records);
+  return s.ok() ? s : s.WithContext(path);
+}
+
 }  // namespace
 
 PartitionReader::PartitionReader(Partition& partition, Offset position)
@@ -114,22 +135,9 @@ Status PartitionReader::Fill(int64_t position, int64_t visible) {
         skip_to = read_pos + static_cast<int64_t>(p);
         break;
       }
-      const std::string_view payload(buffer_.data() + p + kBatchHeaderSize, h.payload_len);
-      if (!BatchHeader::CrcMatches(buffer_.data() + p, payload)) {
-        return Status::Corruption(segment_->path().string() +
-                                  ": crc mismatch in the batch at byte " +
-                                  std::to_string(read_pos + static_cast<int64_t>(p)));
-      }
-      if (records_.empty()) records_base_ = h.base_offset;
-      if (h.base_offset != records_base_ + static_cast<int64_t>(records_.size())) {
-        return Status::Corruption(
-            segment_->path().string() + ": batch at byte " +
-            std::to_string(read_pos + static_cast<int64_t>(p)) + " starts at offset " +
-            std::to_string(h.base_offset) + " where the previous batch ended at " +
-            std::to_string(records_base_ + static_cast<int64_t>(records_.size())));
-      }
-      Status s = DecodeRecords(payload, h.count, Offset(h.base_offset), records_);
-      if (!s.ok()) return s.WithContext(segment_->path().string());
+      WEIR_RETURN_IF_ERROR(AppendBatch(h, buffer_.data() + p, segment_->path().string(),
+                                       read_pos + static_cast<int64_t>(p), records_,
+                                       records_base_));
       p += total;
       next_file_pos_ = read_pos + static_cast<int64_t>(p);
       next_batch_offset_ = h.base_offset + h.count;
