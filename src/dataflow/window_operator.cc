@@ -50,20 +50,25 @@ class WindowOperator : public Operator {
   // Reads what the store holds: the partition's bounds and, closing by partition, the index.
   Status Restore() {
     WEIR_ASSIGN_OR_RETURN(const Value* partition, store_.Get(kPartitionKey));
-    if (partition != nullptr && partition->is_array() && partition->as_array().size() == 2) {
-      partition_bounds_ =
-          Bounds{partition->as_array()[0].as_int(), partition->as_array()[1].as_int()};
+    if (partition != nullptr) {
+      WEIR_ASSIGN_OR_RETURN(partition_bounds_, window::DecodePartitionBounds(*partition));
     }
     if (!partition_mode_) return Status::OK();
-    return store_.Scan("", "", false, [&](std::string_view key, const Value& state) {
-      if (key == kPartitionKey || !state.is_array()) return true;
+    Status opened;
+    WEIR_RETURN_IF_ERROR(store_.Scan("", "", false, [&](std::string_view key, const Value& state) {
+      if (key == kPartitionKey) return true;
       Value copy = state;  // KeyState views a mutable value
-      KeyState ks = windows_.View(copy);
-      for (size_t i = 0; i < ks.windows(); ++i) {
-        index_.insert({ks.end(i), std::string(key), ks.start(i)});
+      Result<KeyState> ks = windows_.View(copy);
+      if (!ks.ok()) {
+        opened = ks.status();
+        return false;
+      }
+      for (size_t i = 0; i < ks->windows(); ++i) {
+        index_.insert({ks->end(i), std::string(key), ks->start(i)});
       }
       return true;
-    });
+    }));
+    return opened;
   }
 
   void Process(Record&& r) override {
@@ -86,7 +91,9 @@ class WindowOperator : public Operator {
     state::AppendMessageKey(state_key_, r.key.bytes());
     auto stored = store_.Mutate(state_key_);
     if (!stored.ok()) return Fail(stored.status());
-    KeyState key = windows_.View(**stored, r.key.serde());
+    Result<KeyState> opened = windows_.View(**stored, r.key.serde());
+    if (!opened.ok()) return Fail(opened.status());
+    KeyState& key = *opened;
 
     Bounds bounds = partition_bounds_;
     if (!partition_mode_) {
@@ -150,8 +157,7 @@ class WindowOperator : public Operator {
         partition_bounds_.late == saved_bounds_.late) {
       return;
     }
-    store_.Put(kPartitionKey,
-               Value(Value::Array{Value(partition_bounds_.close), Value(partition_bounds_.late)}));
+    store_.Put(kPartitionKey, window::EncodePartitionBounds(partition_bounds_));
     saved_bounds_ = partition_bounds_;
   }
 
@@ -173,7 +179,9 @@ class WindowOperator : public Operator {
       if (*state == nullptr) continue;  // the key has no windows left
       auto mutable_state = store_.Mutate(due.key);
       if (!mutable_state.ok()) return Fail(mutable_state.status());
-      KeyState key = windows_.View(**mutable_state);
+      Result<KeyState> opened = windows_.View(**mutable_state);
+      if (!opened.ok()) return Fail(opened.status());
+      KeyState& key = *opened;
       size_t i = key.LowerBound(due.start);
       if (i == key.windows() || key.start(i) != due.start) continue;  // gone
       if (key.end(i) > partition_bounds_.close) {
@@ -201,7 +209,9 @@ class WindowOperator : public Operator {
     for (const std::string& key_bytes : keys) {
       auto stored = store_.Mutate(key_bytes);
       if (!stored.ok()) return Fail(stored.status());
-      KeyState key = windows_.View(**stored);
+      Result<KeyState> opened = windows_.View(**stored);
+      if (!opened.ok()) return Fail(opened.status());
+      KeyState& key = *opened;
       // Closed for good: a later run over more input finds these windows closed, as closing by
       // partition does with the partition's bounds.
       Bounds everything;

@@ -12,8 +12,7 @@ int64_t FloorDiv(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-// Count windows' extra fields, after start, end, fired.
-enum CountField { kCount, kMinTs, kMaxTs };
+Status BadState(const std::string& what) { return Status::Corruption("window state: " + what); }
 
 }  // namespace
 
@@ -43,25 +42,103 @@ void AddOutcome::Clear() {
   ready.clear();
 }
 
-KeyState::KeyState(Value& state, size_t stride, KeySerde serde) : state_(&state), stride_(stride) {
-  if (!state.is_array() || state.as_array().size() < kFixedSlots) {
-    state = Value(Value::Array{Value(static_cast<int64_t>(serde)), Value(kNoBound), Value(kNoBound),
-                               Value(kNoBound), Value()});
-  }
+Value EncodePartitionBounds(const Bounds& bounds) {
+  return Value(Value::Array{Value(kWindowStateVersion), Value(bounds.close), Value(bounds.late)});
 }
 
-KeyState::KeyState(Value& state, size_t stride) : state_(&state), stride_(stride) {}
+Result<Bounds> DecodePartitionBounds(const Value& stored) {
+  if (!stored.is_array() || stored.as_array().size() != 3) {
+    return BadState("a partition's bounds are not [version, close, late]");
+  }
+  const Value::Array& slots = stored.as_array();
+  for (const Value& slot : slots) {
+    if (!slot.is_int()) return BadState("a partition's bounds are not [version, close, late]");
+  }
+  if (slots[0].as_int() != kWindowStateVersion) {
+    return BadState("a partition's bounds of format version " + std::to_string(slots[0].as_int()) +
+                    " (this build reads " + std::to_string(kWindowStateVersion) + ")");
+  }
+  return Bounds{slots[1].as_int(), slots[2].as_int()};
+}
+
+KeyState KeyState::Create(Value& state, const WindowStateLayout& layout, KeySerde serde) {
+  state = Value(Value::Array{Value(kWindowStateVersion), Value(static_cast<int64_t>(serde)),
+                             Value(kNoBound), Value(kNoBound), Value(kNoBound), Value()});
+  return KeyState(state, layout);
+}
+
+Result<KeyState> KeyState::Open(Value& state, const WindowStateLayout& layout) {
+  if (!state.is_array() || state.as_array().empty() || !state.as_array()[kVersion].is_int()) {
+    return BadState("not a key's windows of a known format version");
+  }
+  const Value::Array& slots = state.as_array();
+  if (slots[kVersion].as_int() != kWindowStateVersion) {
+    return BadState("format version " + std::to_string(slots[kVersion].as_int()) +
+                    " (this build reads " + std::to_string(kWindowStateVersion) +
+                    "; state written by another version of weir cannot be resumed: run with "
+                    "--reset)");
+  }
+  if (slots.size() < kHeaderSlots) return BadState("truncated header");
+  const std::pair<HeaderSlot, const char*> int_fields[] = {{kSerde, "key serde"},
+                                                           {kKeyWatermark, "key watermark"},
+                                                           {kCloseBound, "close bound"},
+                                                           {kLateBound, "late bound"}};
+  for (const auto& [slot, name] : int_fields) {
+    if (!slots[slot].is_int()) return BadState(std::string(name) + " is not an integer");
+  }
+  const Value& kind_state = slots[kKindState];
+  const bool kind_state_fits = kind_state.is_null() ||
+                               (layout.counts_events() && kind_state.is_int()) ||
+                               (layout.keeps_events() && kind_state.is_array());
+  if (!kind_state_fits) return BadState("kept events or event index of another kind of window");
+  if ((slots.size() - kHeaderSlots) % layout.stride() != 0) {
+    return BadState(std::to_string(slots.size() - kHeaderSlots) +
+                    " window values are not a whole number of windows of " +
+                    std::to_string(layout.stride()) + " (another kind of window or aggregations)");
+  }
+  for (size_t at = kHeaderSlots; at < slots.size(); at += layout.stride()) {
+    const bool fields_fit =
+        slots[at + kStart].is_int() && slots[at + kEnd].is_int() && slots[at + kFired].is_bool() &&
+        (!layout.counts_events() || (slots[at + kCount].is_int() && slots[at + kMinTs].is_int() &&
+                                     slots[at + kMaxTs].is_int()));
+    if (!fields_fit) {
+      return BadState("window " + std::to_string((at - kHeaderSlots) / layout.stride()) +
+                      " has mistyped fields");
+    }
+  }
+  return KeyState(state, layout);
+}
 
 KeySerde KeyState::serde() const { return static_cast<KeySerde>(slots()[kSerde].as_int()); }
 
 Bounds KeyState::bounds() const {
-  return Bounds{slots()[kClose].as_int(), slots()[kLate].as_int()};
+  return Bounds{slots()[kCloseBound].as_int(), slots()[kLateBound].as_int()};
 }
 
 void KeyState::set_bounds(const Bounds& b) {
-  slots()[kClose] = Value(b.close);
-  slots()[kLate] = Value(b.late);
+  slots()[kCloseBound] = Value(b.close);
+  slots()[kLateBound] = Value(b.late);
 }
+
+int64_t KeyState::next_event_index() const {
+  WEIR_CHECK(layout_.counts_events(), "an event index is kept by count windows only");
+  const Value& index = slots()[kKindState];
+  return index.is_int() ? index.as_int() : 0;
+}
+
+void KeyState::set_next_event_index(int64_t index) {
+  WEIR_CHECK(layout_.counts_events(), "an event index is kept by count windows only");
+  slots()[kKindState] = Value(index);
+}
+
+Value::Array& KeyState::kept_events() {
+  WEIR_CHECK(layout_.keeps_events(), "events are kept by sliding windows only");
+  Value& events = slots()[kKindState];
+  if (!events.is_array()) events = Value(Value::Array());
+  return events.as_array();
+}
+
+void KeyState::clear_kept_events() { slots()[kKindState] = Value(); }
 
 void KeyState::set_span(size_t i, int64_t start, int64_t end) {
   At(i, kStart) = Value(start);
@@ -70,8 +147,15 @@ void KeyState::set_span(size_t i, int64_t start, int64_t end) {
 
 void KeyState::set_fired(size_t i) { At(i, kFired) = Value(true); }
 
-std::span<Value> KeyState::accumulators(size_t i, size_t head) {
-  return std::span<Value>(&At(i, head), stride_ - head);
+void KeyState::set_count_fields(size_t i, int64_t count, int64_t min_ts, int64_t max_ts) {
+  At(i, kCount) = Value(count);
+  At(i, kMinTs) = Value(min_ts);
+  At(i, kMaxTs) = Value(max_ts);
+}
+
+std::span<Value> KeyState::accumulators(size_t i) {
+  return std::span<Value>(&At(i, layout_.window_fields()),
+                          layout_.stride() - layout_.window_fields());
 }
 
 size_t KeyState::LowerBound(int64_t start) const {
@@ -89,8 +173,8 @@ size_t KeyState::LowerBound(int64_t start) const {
 
 void KeyState::Insert(size_t i, int64_t start, int64_t end) {
   Value::Array& s = slots();
-  auto at = s.begin() + static_cast<std::ptrdiff_t>(kFixedSlots + i * stride_);
-  at = s.insert(at, stride_, Value());
+  auto at = s.begin() + static_cast<std::ptrdiff_t>(kHeaderSlots + i * layout_.stride());
+  at = s.insert(at, layout_.stride(), Value());
   at[kStart] = Value(start);
   at[kEnd] = Value(end);
   at[kFired] = Value(false);
@@ -98,29 +182,35 @@ void KeyState::Insert(size_t i, int64_t start, int64_t end) {
 
 void KeyState::Erase(size_t first, size_t count) {
   Value::Array& s = slots();
-  auto at = s.begin() + static_cast<std::ptrdiff_t>(kFixedSlots + first * stride_);
-  s.erase(at, at + static_cast<std::ptrdiff_t>(count * stride_));
+  auto at = s.begin() + static_cast<std::ptrdiff_t>(kHeaderSlots + first * layout_.stride());
+  s.erase(at, at + static_cast<std::ptrdiff_t>(count * layout_.stride()));
 }
 
-WindowValue KeyState::Take(size_t i, size_t head) {
+WindowValue KeyState::Take(size_t i) {
   WindowValue w{start(i), end(i), {}, fired(i)};
-  std::span<Value> accs = accumulators(i, head);
+  std::span<Value> accs = accumulators(i);
   w.accumulators.reserve(accs.size());
   for (Value& a : accs) w.accumulators.push_back(std::move(a));
   return w;
 }
 
 bool KeyState::empty() const {
-  const Value& extra = slots()[kExtra];
-  return windows() == 0 && !(extra.is_array() && !extra.as_array().empty());
+  const Value& kept = slots()[kKindState];
+  return windows() == 0 && !(kept.is_array() && !kept.as_array().empty());
 }
 
 KeyWindows::KeyWindows(WindowDefinition definition, const Aggregations& aggregations,
                        bool emit_current, Trigger trigger)
     : definition_(definition),
       aggregations_(aggregations),
+      layout_(definition, aggregations.size()),
       emit_current_(emit_current),
       trigger_(std::move(trigger)) {}
+
+Result<KeyState> KeyWindows::View(Value& state, KeySerde serde) const {
+  if (state.is_null()) return KeyState::Create(state, layout_, serde);
+  return KeyState::Open(state, layout_);
+}
 
 Value KeyWindows::Result(int64_t start, int64_t end, std::span<const Value> accumulators) const {
   Value::Object fields;
@@ -133,7 +223,7 @@ Value KeyWindows::Result(int64_t start, int64_t end, std::span<const Value> accu
 
 void KeyWindows::Updated(KeyState& key, size_t i, int64_t start, int64_t end,
                          AddOutcome& outcome) const {
-  std::span<Value> accs = Accumulators(key, i);
+  std::span<Value> accs = key.accumulators(i);
   if (emit_current_) {
     outcome.current.push_back(WindowValue{start, end, Value::Array(accs.begin(), accs.end())});
   }
@@ -185,7 +275,7 @@ void KeyWindows::AddAligned(KeyState& key, const Bounds& bounds, const Value& va
       outcome.created.push_back({start, end});
     }
     if (key.fired(i)) continue;
-    aggregations_.Add(Accumulators(key, i), value, ts);
+    aggregations_.Add(key.accumulators(i), value, ts);
     taken = true;
     Updated(key, i, start, end, outcome);
   }
@@ -207,8 +297,7 @@ void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& va
     return;
   }
   // Keep the event: windows defined by later events may hold it.
-  if (!key.extra().is_array()) key.extra() = Value(Value::Array());
-  Value::Array& events = key.extra().as_array();
+  Value::Array& events = key.kept_events();
   auto at = std::upper_bound(events.begin(), events.end(), t, [](int64_t x, const Value& e) {
     return x < e.as_array()[0].as_int();
   });
@@ -218,7 +307,7 @@ void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& va
   for (size_t i = 0; i < key.windows(); ++i) {
     const int64_t start = key.start(i), end = key.end(i);
     if (start <= t && t < end && end > bounds.close) {
-      aggregations_.Add(Accumulators(key, i), value, ts);
+      aggregations_.Add(key.accumulators(i), value, ts);
       Updated(key, i, start, end, outcome);
     }
   }
@@ -227,8 +316,8 @@ void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& va
   size_t i = key.LowerBound(start);
   if (i == key.windows() || key.start(i) != start) {
     key.Insert(i, start, end);
-    std::span<Value> accs = Accumulators(key, i);
-    for (const Value& e : key.extra().as_array()) {
+    std::span<Value> accs = key.accumulators(i);
+    for (const Value& e : key.kept_events()) {
       const int64_t et = e.as_array()[0].as_int();
       if (et >= start && et < end) aggregations_.Add(accs, e.as_array()[1], EventTime(et));
     }
@@ -241,7 +330,7 @@ void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& va
   // Forget events no admissible event's window can reach: t' > close - size holds
   // e only if e > t' - size > close - 2 * size.
   const int64_t keep_after = SubtractSaturating(bounds.close, 2 * size);
-  Value::Array& kept = key.extra().as_array();
+  Value::Array& kept = key.kept_events();
   auto first_kept = std::find_if(kept.begin(), kept.end(), [&](const Value& e) {
     return e.as_array()[0].as_int() > keep_after;
   });
@@ -267,7 +356,7 @@ void KeyWindows::AddSession(KeyState& key, const Bounds& bounds, const Value& va
   const bool b = a && after >= 2 && reaches(after - 2);
   if (!a) {
     key.Insert(after, t, t + 1);
-    aggregations_.Add(Accumulators(key, after), value, ts);
+    aggregations_.Add(key.accumulators(after), value, ts);
     outcome.created.push_back({t, t + 1});
     Updated(key, after, t, t + 1, outcome);
     return;
@@ -281,10 +370,10 @@ void KeyWindows::AddSession(KeyState& key, const Bounds& bounds, const Value& va
     const size_t later = after - 1;
     outcome.removed.push_back({key.start(later), key.end(later)});
     end = std::max(end, key.end(later));
-    aggregations_.MergeInto(Accumulators(key, into), Accumulators(key, later));
+    aggregations_.MergeInto(key.accumulators(into), key.accumulators(later));
     key.Erase(later);
   }
-  aggregations_.Add(Accumulators(key, into), value, ts);
+  aggregations_.Add(key.accumulators(into), value, ts);
   if (start != before.start || end != before.end) {
     outcome.removed.push_back(before);
     outcome.created.push_back({start, end});
@@ -296,8 +385,8 @@ void KeyWindows::AddSession(KeyState& key, const Bounds& bounds, const Value& va
 void KeyWindows::AddCount(KeyState& key, const Value& value, EventTime ts,
                           AddOutcome& outcome) const {
   const int64_t n = definition_.size(), step = definition_.step();
-  const int64_t index = key.extra().is_int() ? key.extra().as_int() : 0;
-  key.extra() = Value(index + 1);
+  const int64_t index = key.next_event_index();
+  key.set_next_event_index(index + 1);
   // Windows of events [k * step, k * step + n) holding this event.
   const int64_t first_k = std::max<int64_t>(0, FloorDiv(index - n, step) + 1);
   const int64_t last_k = index / step;
@@ -306,21 +395,17 @@ void KeyWindows::AddCount(KeyState& key, const Value& value, EventTime ts,
     size_t i = key.LowerBound(start);
     if (i == key.windows() || key.start(i) != start) {
       key.Insert(i, start, start + n);
-      key.count_field(i, kCount) = Value(0);
-      key.count_field(i, kMinTs) = Value(ts.value());
-      key.count_field(i, kMaxTs) = Value(ts.value());
+      key.set_count_fields(i, 0, ts.value(), ts.value());
     }
-    const int64_t count = key.count_field(i, kCount).as_int() + 1;
-    key.count_field(i, kCount) = Value(count);
-    const int64_t min_ts = std::min(key.count_field(i, kMinTs).as_int(), ts.value());
-    const int64_t max_ts = std::max(key.count_field(i, kMaxTs).as_int(), ts.value());
-    key.count_field(i, kMinTs) = Value(min_ts);
-    key.count_field(i, kMaxTs) = Value(max_ts);
+    const int64_t count = key.event_count(i) + 1;
+    const int64_t min_ts = std::min(key.min_ts(i), ts.value());
+    const int64_t max_ts = std::max(key.max_ts(i), ts.value());
+    key.set_count_fields(i, count, min_ts, max_ts);
     if (count == n) {
       // Full: its final result; with .Current() the update that filled it is reported too.
       if (!key.fired(i)) {
-        aggregations_.Add(Accumulators(key, i), value, ts);
-        WindowValue full = key.Take(i, head());
+        aggregations_.Add(key.accumulators(i), value, ts);
+        WindowValue full = key.Take(i);
         full.start = min_ts;
         full.end = max_ts + 1;
         if (emit_current_) outcome.current.push_back(full);
@@ -330,7 +415,7 @@ void KeyWindows::AddCount(KeyState& key, const Value& value, EventTime ts,
       continue;
     }
     if (!key.fired(i)) {
-      aggregations_.Add(Accumulators(key, i), value, ts);
+      aggregations_.Add(key.accumulators(i), value, ts);
       Updated(key, i, min_ts, max_ts + 1, outcome);  // count windows report event times
     }
   }
@@ -343,13 +428,13 @@ void KeyWindows::Expire(KeyState& key, const Bounds& bounds,
   // sessions are disjoint.
   size_t n = 0;
   while (n < key.windows() && key.end(n) <= bounds.close) {
-    closed.push_back(key.Take(n, head()));
+    closed.push_back(key.Take(n));
     ++n;
   }
   if (n == 0) return;
   key.Erase(0, n);
-  if (definition_.kind() == WindowKind::kSliding && key.extra().is_array()) {
-    Value::Array& events = key.extra().as_array();
+  if (layout_.keeps_events()) {
+    Value::Array& events = key.kept_events();
     const int64_t keep_after = SubtractSaturating(bounds.close, 2 * definition_.size());
     auto first_kept = std::find_if(events.begin(), events.end(), [&](const Value& e) {
       return e.as_array()[0].as_int() > keep_after;
@@ -365,7 +450,7 @@ void KeyWindows::CloseAll(KeyState& key, std::vector<WindowValue>& closed) const
     Expire(key, everything, closed);
   }
   key.Erase(0, key.windows());
-  if (definition_.kind() == WindowKind::kSliding) key.extra() = Value();
+  if (layout_.keeps_events()) key.clear_kept_events();
 }
 
 }  // namespace weir::window
