@@ -12,7 +12,7 @@ std::string CheckpointManifest::ToJson() const {
   Value topics = Value(Value::Object());
   for (const auto& [name, ends] : topic_ends) {
     Value::Array a;
-    for (int64_t e : ends) a.push_back(Value(e));
+    for (Offset e : ends) a.push_back(Value(e.value()));
     topics.Set(name, Value(std::move(a)));
   }
   Value files = Value(Value::Object());
@@ -47,7 +47,7 @@ Result<CheckpointManifest> CheckpointManifest::FromJson(std::string_view json,
     if (!ends.is_array()) return corrupt("topic_ends." + name);
     for (const Value& e : ends.as_array()) {
       if (!e.is_int()) return corrupt("topic_ends." + name);
-      m.topic_ends[name].push_back(e.as_int());
+      m.topic_ends[name].emplace_back(e.as_int());
     }
   }
   for (const auto& [file, length] : files->as_object()) {

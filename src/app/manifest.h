@@ -16,14 +16,15 @@
 #include <vector>
 
 #include "weir/status.h"
+#include "weir/types.h"
 
 namespace weir::app {
 
 struct CheckpointManifest {
   int64_t checkpoint = 0;
   std::string definition;
-  std::map<std::string, std::vector<int64_t>> topic_ends;  // topic -> end offset per partition
-  std::map<std::string, int64_t> file_lengths;             // path -> bytes
+  std::map<std::string, std::vector<Offset>> topic_ends;  // topic -> end offset per partition
+  std::map<std::string, int64_t> file_lengths;            // path -> bytes
 
   static std::string TransactionName(int64_t checkpoint) {
     return "ckpt-" + std::to_string(checkpoint);

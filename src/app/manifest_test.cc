@@ -13,7 +13,7 @@ TEST(Manifest, SavesAndLoadsEveryField) {
   CheckpointManifest m;
   m.checkpoint = 17;
   m.definition = "source x\nsteps y\n";
-  m.topic_ends["out"] = {5, 0, 12};
+  m.topic_ends["out"] = {Offset(5), Offset(0), Offset(12)};
   m.file_lengths["/tmp/o.jsonl"] = 4096;
   ASSERT_TRUE(SaveManifest(dir.path(), m).ok());
   auto loaded = LoadManifest(dir.path());

@@ -120,7 +120,7 @@ Status Runtime::Recover(const CheckpointManifest& manifest) {
   const bool fresh = manifest.topic_ends.empty() && manifest.checkpoint == 0;
   manifest_ = manifest;
   for (const auto& [name, topic] : output_topics_) {
-    std::vector<int64_t> ends;
+    std::vector<Offset> ends;
     auto known = manifest.topic_ends.find(name);
     if (!fresh && (known == manifest.topic_ends.end() ||
                    known->second.size() != static_cast<size_t>(topic->num_partitions()))) {
@@ -130,10 +130,10 @@ Status Runtime::Recover(const CheckpointManifest& manifest) {
     for (int32_t p = 0; p < topic->num_partitions(); ++p) {
       log::Partition& partition = topic->partition(PartitionId(p));
       // Fresh: keep what others committed to the topic before; drop any uncommitted tail.
-      Offset end = fresh ? partition.NextOffset() : Offset(known->second[p]);
+      Offset end = fresh ? partition.NextOffset() : known->second[p];
       WEIR_RETURN_IF_ERROR(partition.TruncateTo(end, options_.name));
       WEIR_RETURN_IF_ERROR(partition.Publish(end, options_.name));
-      ends.push_back(end.value());
+      ends.push_back(end);
     }
     manifest_.topic_ends[name] = std::move(ends);
   }
@@ -282,10 +282,9 @@ Status Runtime::Checkpoint() {
   CheckpointManifest next = manifest_;
   next.checkpoint = id;
   for (auto& [name, topic] : output_topics_) {
-    std::vector<int64_t>& ends = next.topic_ends[name];
+    std::vector<Offset>& ends = next.topic_ends[name];
     for (int32_t p = 0; p < topic->num_partitions(); ++p) {
-      WEIR_ASSIGN_OR_RETURN(Offset end, topic->partition(PartitionId(p)).Flush(options_.name));
-      ends[p] = end.value();
+      WEIR_ASSIGN_OR_RETURN(ends[p], topic->partition(PartitionId(p)).Flush(options_.name));
     }
   }
   for (auto& [path, file] : files_) {
@@ -310,10 +309,9 @@ Status Runtime::Checkpoint() {
   // from here on is finished by recovery.
   for (const auto& task : tasks_) WEIR_RETURN_IF_ERROR(task->Commit());
   for (auto& [name, topic] : output_topics_) {
-    const std::vector<int64_t>& ends = next.topic_ends.at(name);
+    const std::vector<Offset>& ends = next.topic_ends.at(name);
     for (int32_t p = 0; p < topic->num_partitions(); ++p) {
-      WEIR_RETURN_IF_ERROR(
-          topic->partition(PartitionId(p)).Publish(Offset(ends[p]), options_.name));
+      WEIR_RETURN_IF_ERROR(topic->partition(PartitionId(p)).Publish(ends[p], options_.name));
     }
   }
   manifest_ = std::move(next);
