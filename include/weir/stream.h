@@ -162,13 +162,14 @@ class Stream {
   Stream IntervalJoin(Stream right, IntervalJoinOptions options);
   Stream AsOfJoin(Stream right, AsOfJoinOptions options);
 
-  // Sinks: every record that reaches them is written exactly once (topics, files) or printed
-  // (stdout: at least once, as it happens).
+  // Sinks: every record that reaches them is written exactly once (topics, files), printed
+  // (stdout: at least once, as it happens) or dropped (discard: to measure the engine alone).
   void ToTopic(TopicSinkOptions options);
   void ToTopic(std::string topic) { ToTopic(TopicSinkOptions{.topic = std::move(topic)}); }
   // One JSON object per line: {"key": ..., "timestamp": ..., "value": ...}.
   void ToFile(std::string path);
   void ToStdout();
+  void ToDiscard();
 
  private:
   friend class Application;

@@ -580,7 +580,7 @@ int64_t Task::source_records_in() const {
 }
 
 int64_t Task::records_out() const {
-  int64_t n = 0;
+  int64_t n = records_discarded_;
   for (const auto& [name, writer] : topic_writers_) {
     if (runtime_.IsSinkTopic(name)) n += writer->records_written();
   }

@@ -67,6 +67,7 @@ class Task : public dataflow::TaskContext {
   dataflow::TopicWriter& TopicOutput(std::string_view topic) override;
   dataflow::LineWriter& FileOutput(std::string_view path) override;
   dataflow::LineWriter& StdoutOutput() override;
+  void CountDiscarded() override { ++records_discarded_; }
   void DeadLetter(std::string_view reason, const Record& record) override;
   void DeadLetterHeld(std::string_view reason, const Record& record,
                       const Delivery& delivery) override;
@@ -180,6 +181,7 @@ class Task : public dataflow::TaskContext {
   std::vector<Redelivery> redeliveries_;
   std::map<std::string, std::unique_ptr<dataflow::TopicWriter>, std::less<>> topic_writers_;
   std::map<std::string, std::unique_ptr<dataflow::LineWriter>, std::less<>> line_writers_;
+  int64_t records_discarded_ = 0;  // by discard sinks, this run
   Watermark watermark_ = Watermark::Min();
   Watermark last_mark_ = Watermark::Min();  // the last watermark mark written
   // Idle close (TopicSourceOptions::idle_timeout): when input last came, the watermark then,

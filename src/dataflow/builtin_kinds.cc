@@ -18,6 +18,7 @@ KindRegistry BuiltinKinds() {
   RegisterFileSink(kinds);
   RegisterTopicSink(kinds);
   RegisterStdoutSink(kinds);
+  RegisterDiscardSink(kinds);
   return kinds;
 }
 

@@ -24,5 +24,6 @@ void RegisterAsOfJoin(KindRegistry& kinds);
 void RegisterFileSink(KindRegistry& kinds);
 void RegisterTopicSink(KindRegistry& kinds);
 void RegisterStdoutSink(KindRegistry& kinds);
+void RegisterDiscardSink(KindRegistry& kinds);
 
 }  // namespace weir::dataflow

@@ -25,6 +25,8 @@ class TaskContext {
   virtual TopicWriter& TopicOutput(std::string_view topic) = 0;
   virtual LineWriter& FileOutput(std::string_view path) = 0;
   virtual LineWriter& StdoutOutput() = 0;
+  // Counts a result a discard sink dropped: it is out, as if written.
+  virtual void CountDiscarded() = 0;
   // Sends the record being processed to the dead-letter topic, with the reason and the input
   // position it came from, and counts it.
   virtual void DeadLetter(std::string_view reason, const Record& record) = 0;

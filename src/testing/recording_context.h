@@ -25,6 +25,7 @@ class RecordingContext : public dataflow::TaskContext {
   dataflow::TopicWriter& TopicOutput(std::string_view) override { Unused("TopicOutput"); }
   dataflow::LineWriter& FileOutput(std::string_view) override { Unused("FileOutput"); }
   dataflow::LineWriter& StdoutOutput() override { Unused("StdoutOutput"); }
+  void CountDiscarded() override { Unused("CountDiscarded"); }
   void DeadLetter(std::string_view, const Record&) override { Unused("DeadLetter"); }
   void DeadLetterHeld(std::string_view, const Record&, const Delivery&) override {
     Unused("DeadLetterHeld");

@@ -231,6 +231,27 @@ TEST_F(Cli, ANexmarkSourceRunsTheBenchmarksEvents) {
   EXPECT_EQ(testing::ReadLines(dir_ / "bids.jsonl").size(), 4600u);
 }
 
+// A discard sink drops what reaches it, yet the run reads, checkpoints and resumes as any other:
+// a second run over the same finished input reads nothing again.
+TEST_F(Cli, ADiscardSinkDropsItsRecordsAndTheRunStillResumes) {
+  testing::WriteLines(dir_ / "p.yaml",
+                      {"name: blackhole", "source: {nexmark: {partitions: 2, events: 5000}}",
+                       "steps:", "  - filter: {field: type, eq: bid}", "sink: {discard: true}"});
+  CommandResult first = Weir({"run", dir_ / "p.yaml", "--data-dir", data()});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find("5000 records in, 4600 out"), std::string::npos) << first.err;
+  CommandResult second = Weir({"run", dir_ / "p.yaml", "--data-dir", data()});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("0 records in, 0 out"), std::string::npos) << second.err;
+
+  testing::WriteLines(dir_ / "off.yaml",
+                      {"source: {nexmark: {events: 10}}", "sink: {discard: false}"});
+  CommandResult off = Weir({"run", dir_ / "off.yaml", "--data-dir", data()});
+  EXPECT_EQ(off.exit_code, 2);
+  EXPECT_NE(off.err.find("sink.discard: discard: false means nothing"), std::string::npos)
+      << off.err;
+}
+
 // A server that cannot listen fails at start with one line naming the address: a malformed one
 // is bad configuration (2), one in use is not (1).
 TEST_F(Cli, AServerThatCannotListenSaysWhereAndExits) {
