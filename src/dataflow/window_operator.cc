@@ -101,9 +101,9 @@ class WindowOperator : public Operator {
       // several producers in whatever order they ran, and the cap (the slowest producer's mark)
       // keeps one running ahead from closing the key's windows under the others. Reading a
       // source partition the task's watermark is never below the key's: no effect there.
-      key.set_watermark(std::max(key.watermark(), r.timestamp.value()));
+      key.set_watermark(key.watermark().Advance(r.timestamp));
       bounds = key.bounds();
-      bounds.Advance(spec_.definition, Watermark(std::min(key.watermark(), watermark.value())));
+      bounds.Advance(spec_.definition, std::min(key.watermark(), watermark));
       key.set_bounds(bounds);
     }
     windows_.Add(key, bounds, r.value, r.timestamp, outcome_);
@@ -171,7 +171,7 @@ class WindowOperator : public Operator {
   // it makes a window, not each time it extends one.
   void Sweep() {
     ctx_.CountExpiryVisits(1);  // the index's first entry: due or not
-    while (!index_.empty() && index_.begin()->end <= partition_bounds_.close) {
+    while (!index_.empty() && partition_bounds_.Closes(index_.begin()->end)) {
       IndexEntry due = std::move(index_.extract(index_.begin()).value());
       ctx_.CountExpiryVisits(1);
       auto state = store_.Get(due.key);
@@ -184,7 +184,7 @@ class WindowOperator : public Operator {
       KeyState& key = *opened;
       size_t i = key.LowerBound(due.start);
       if (i == key.windows() || key.start(i) != due.start) continue;  // gone
-      if (key.end(i) > partition_bounds_.close) {
+      if (!partition_bounds_.Closes(key.end(i))) {
         index_.insert({key.end(i), std::move(due.key), due.start});  // grew: not due yet
         continue;
       }

@@ -20,17 +20,17 @@ bool Mentions(const Status& status, std::string_view text) {
 TEST(KeyState, AStoredKeyOpensWithItsHeaderAndWindows) {
   Value state;
   KeyState created = KeyState::Create(state, kTumbling, KeySerde::kString);
-  created.set_watermark(42);
-  created.set_bounds({7, 3});
+  created.set_watermark(Watermark(42));
+  created.set_bounds({EventTime(7), EventTime(3)});
   created.Insert(0, 0, 10);
   created.accumulators(0)[1] = Value(int64_t{5});
   Value stored = state;
   auto opened = KeyState::Open(stored, kTumbling);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   EXPECT_EQ(opened->serde(), KeySerde::kString);
-  EXPECT_EQ(opened->watermark(), 42);
-  EXPECT_EQ(opened->bounds().close, 7);
-  EXPECT_EQ(opened->bounds().late, 3);
+  EXPECT_EQ(opened->watermark(), Watermark(42));
+  EXPECT_EQ(opened->bounds().close, EventTime(7));
+  EXPECT_EQ(opened->bounds().late, EventTime(3));
   ASSERT_EQ(opened->windows(), 1u);
   EXPECT_EQ(opened->end(0), 10);
   EXPECT_EQ(opened->accumulators(0)[1], Value(int64_t{5}));
@@ -85,10 +85,10 @@ TEST(KeyState, AMistypedHeaderFieldIsRefusedByName) {
 }
 
 TEST(KeyState, PartitionBoundsRoundTripAndTheUnversionedFormIsRefused) {
-  auto bounds = DecodePartitionBounds(EncodePartitionBounds({5, -2}));
+  auto bounds = DecodePartitionBounds(EncodePartitionBounds({EventTime(5), EventTime(-2)}));
   ASSERT_TRUE(bounds.ok()) << bounds.status().ToString();
-  EXPECT_EQ(bounds->close, 5);
-  EXPECT_EQ(bounds->late, -2);
+  EXPECT_EQ(bounds->close, EventTime(5));
+  EXPECT_EQ(bounds->late, EventTime(-2));
   Value unversioned(Value::Array{Value(int64_t{5}), Value(int64_t{-2})});
   EXPECT_EQ(DecodePartitionBounds(unversioned).status().code(), StatusCode::kCorruption);
   Value other_version(
@@ -136,7 +136,7 @@ TEST(KeyState, RandomValuesAreRefusedOrReadAsTheyAreNeverACrash) {
         EXPECT_EQ(opened->start(i), copy.as_array()[6 + i * layout.stride()].as_int());
         EXPECT_EQ(opened->fired(i), copy.as_array()[8 + i * layout.stride()].as_bool());
       }
-      EXPECT_EQ(opened->bounds().close, copy.as_array()[3].as_int());
+      EXPECT_EQ(opened->bounds().close, EventTime(copy.as_array()[3].as_int()));
     }
   }
   EXPECT_GT(opened_states, 0);

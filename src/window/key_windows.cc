@@ -5,8 +5,6 @@
 namespace weir::window {
 namespace {
 
-constexpr int64_t kMaxTime = std::numeric_limits<int64_t>::max();
-
 int64_t FloorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
@@ -18,17 +16,17 @@ Status BadState(const std::string& what) { return Status::Corruption("window sta
 
 void Bounds::Advance(const WindowDefinition& definition, Watermark wm) {
   if (wm.IsEndOfInput()) {
-    close = late = kMaxTime;
+    close = late = EventTime::Max();
     return;
   }
+  const EventTime at(wm.value());
+  const std::chrono::milliseconds grace(definition.grace());
   if (definition.kind() == WindowKind::kSession) {
-    const int64_t gap = definition.size();
-    late =
-        std::max(late, SubtractSaturating(SubtractSaturating(wm.value(), gap), definition.grace()));
-    close = std::max(
-        close, SubtractSaturating(SubtractSaturating(wm.value(), 2 * gap), definition.grace()));
+    const std::chrono::milliseconds gap(definition.size());
+    late = std::max(late, at - gap - grace);
+    close = std::max(close, at - 2 * gap - grace);
   } else {
-    close = std::max(close, SubtractSaturating(wm.value(), definition.grace()));
+    close = std::max(close, at - grace);
   }
 }
 
@@ -43,7 +41,8 @@ void AddOutcome::Clear() {
 }
 
 Value EncodePartitionBounds(const Bounds& bounds) {
-  return Value(Value::Array{Value(kWindowStateVersion), Value(bounds.close), Value(bounds.late)});
+  return Value(Value::Array{Value(kWindowStateVersion), Value(bounds.close.value()),
+                            Value(bounds.late.value())});
 }
 
 Result<Bounds> DecodePartitionBounds(const Value& stored) {
@@ -58,7 +57,7 @@ Result<Bounds> DecodePartitionBounds(const Value& stored) {
     return BadState("a partition's bounds of format version " + std::to_string(slots[0].as_int()) +
                     " (this build reads " + std::to_string(kWindowStateVersion) + ")");
   }
-  return Bounds{slots[1].as_int(), slots[2].as_int()};
+  return Bounds{EventTime(slots[1].as_int()), EventTime(slots[2].as_int())};
 }
 
 KeyState KeyState::Create(Value& state, const WindowStateLayout& layout, KeySerde serde) {
@@ -112,12 +111,12 @@ Result<KeyState> KeyState::Open(Value& state, const WindowStateLayout& layout) {
 KeySerde KeyState::serde() const { return static_cast<KeySerde>(slots()[kSerde].as_int()); }
 
 Bounds KeyState::bounds() const {
-  return Bounds{slots()[kCloseBound].as_int(), slots()[kLateBound].as_int()};
+  return Bounds{EventTime(slots()[kCloseBound].as_int()), EventTime(slots()[kLateBound].as_int())};
 }
 
 void KeyState::set_bounds(const Bounds& b) {
-  slots()[kCloseBound] = Value(b.close);
-  slots()[kLateBound] = Value(b.late);
+  slots()[kCloseBound] = Value(b.close.value());
+  slots()[kLateBound] = Value(b.late.value());
 }
 
 int64_t KeyState::next_event_index() const {
@@ -257,9 +256,9 @@ void KeyWindows::AddAligned(KeyState& key, const Bounds& bounds, const Value& va
   const int64_t last_k = FloorDiv(t, step);
   const int64_t first_k = FloorDiv(SubtractSaturating(t, size), step) + 1;
   const int64_t latest_end = AddSaturating(last_k * step, size);
-  if (latest_end <= bounds.close) {
+  if (bounds.Closes(latest_end)) {
     outcome.late = true;
-    outcome.late_by_ms = bounds.close - latest_end;
+    outcome.late_by_ms = bounds.close.value() - latest_end;
     outcome.reason = "every window holding ts " + std::to_string(t) + " has closed (latest end " +
                      std::to_string(latest_end) + " + grace " +
                      std::to_string(definition_.grace()) + " <= watermark)";
@@ -268,7 +267,7 @@ void KeyWindows::AddAligned(KeyState& key, const Bounds& bounds, const Value& va
   bool taken = false;
   for (int64_t k = first_k; k <= last_k; ++k) {
     const int64_t start = k * step, end = start + size;
-    if (end <= bounds.close) continue;  // this one closed; a later one still takes the event
+    if (bounds.Closes(end)) continue;  // this one closed; a later one still takes the event
     size_t i = key.LowerBound(start);
     if (i == key.windows() || key.start(i) != start) {
       key.Insert(i, start, end);
@@ -289,9 +288,9 @@ void KeyWindows::AddAligned(KeyState& key, const Bounds& bounds, const Value& va
 void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& value, EventTime ts,
                             AddOutcome& outcome) const {
   const int64_t t = ts.value(), size = definition_.size();
-  if (AddSaturating(t, size) <= bounds.close) {
+  if (bounds.Closes(AddSaturating(t, size))) {
     outcome.late = true;
-    outcome.late_by_ms = bounds.close - AddSaturating(t, size);
+    outcome.late_by_ms = bounds.close.value() - AddSaturating(t, size);
     outcome.reason = "ts " + std::to_string(t) + " + size " + std::to_string(size) + " + grace " +
                      std::to_string(definition_.grace()) + " <= watermark: no window can hold it";
     return;
@@ -306,7 +305,7 @@ void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& va
   // Every open window holding t takes it.
   for (size_t i = 0; i < key.windows(); ++i) {
     const int64_t start = key.start(i), end = key.end(i);
-    if (start <= t && t < end && end > bounds.close) {
+    if (start <= t && t < end && !bounds.Closes(end)) {
       aggregations_.Add(key.accumulators(i), value, ts);
       Updated(key, i, start, end, outcome);
     }
@@ -329,7 +328,7 @@ void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& va
   }
   // Forget events no admissible event's window can reach: t' > close - size holds
   // e only if e > t' - size > close - 2 * size.
-  const int64_t keep_after = SubtractSaturating(bounds.close, 2 * size);
+  const int64_t keep_after = SubtractSaturating(bounds.close.value(), 2 * size);
   Value::Array& kept = key.kept_events();
   auto first_kept = std::find_if(kept.begin(), kept.end(), [&](const Value& e) {
     return e.as_array()[0].as_int() > keep_after;
@@ -340,12 +339,12 @@ void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& va
 void KeyWindows::AddSession(KeyState& key, const Bounds& bounds, const Value& value, EventTime ts,
                             AddOutcome& outcome) const {
   const int64_t t = ts.value(), gap = definition_.size();
-  if (t < bounds.late) {
+  if (ts < bounds.late) {
     outcome.late = true;
-    outcome.late_by_ms = bounds.late - t;
+    outcome.late_by_ms = bounds.late.value() - t;
     outcome.reason = "ts " + std::to_string(t) + " < watermark - gap " + std::to_string(gap) +
                      " - grace " + std::to_string(definition_.grace()) + " (" +
-                     std::to_string(bounds.late) + ")";
+                     std::to_string(bounds.late.value()) + ")";
     return;
   }
   // Sessions are disjoint and more than a gap apart, so at most two can be within a gap of t:
@@ -427,7 +426,7 @@ void KeyWindows::Expire(KeyState& key, const Bounds& bounds,
   // Windows sorted by start close in that order: fixed-size windows end in start order, and
   // sessions are disjoint.
   size_t n = 0;
-  while (n < key.windows() && key.end(n) <= bounds.close) {
+  while (n < key.windows() && bounds.Closes(key.end(n))) {
     closed.push_back(key.Take(n));
     ++n;
   }
@@ -435,7 +434,7 @@ void KeyWindows::Expire(KeyState& key, const Bounds& bounds,
   key.Erase(0, n);
   if (layout_.keeps_events()) {
     Value::Array& events = key.kept_events();
-    const int64_t keep_after = SubtractSaturating(bounds.close, 2 * definition_.size());
+    const int64_t keep_after = SubtractSaturating(bounds.close.value(), 2 * definition_.size());
     auto first_kept = std::find_if(events.begin(), events.end(), [&](const Value& e) {
       return e.as_array()[0].as_int() > keep_after;
     });

@@ -42,9 +42,12 @@ inline constexpr int64_t kNoBound = std::numeric_limits<int64_t>::min();
 // The version of the stored layouts above; a value of another is refused.
 inline constexpr int64_t kWindowStateVersion = 1;
 
+// A key's or a partition's bounds (see above), event times.
 struct Bounds {
-  int64_t close = kNoBound;
-  int64_t late = kNoBound;
+  EventTime close = EventTime::Min();
+  EventTime late = EventTime::Min();
+  // Whether a time window ending at `window_end` has closed.
+  bool Closes(int64_t window_end) const { return window_end <= close.value(); }
   // Moves the bounds forward for watermark `wm` (Max: everything closes).
   void Advance(const WindowDefinition& definition, Watermark wm);
 };
@@ -116,8 +119,9 @@ class KeyState {
   static Result<KeyState> Open(Value& state, const WindowStateLayout& layout);
 
   KeySerde serde() const;
-  int64_t watermark() const { return slots()[kKeyWatermark].as_int(); }
-  void set_watermark(int64_t wm) { slots()[kKeyWatermark] = Value(wm); }
+  // The key's own watermark: the largest event time it has seen.
+  Watermark watermark() const { return Watermark(slots()[kKeyWatermark].as_int()); }
+  void set_watermark(Watermark wm) { slots()[kKeyWatermark] = Value(wm.value()); }
   Bounds bounds() const;
   void set_bounds(const Bounds& b);
   // Count windows: the index of the key's next event (0 before its first).
