@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "core/parse.h"
+
 namespace weir::stream_protocol {
 
 namespace {
@@ -91,14 +93,10 @@ std::optional<StreamMessage> ParseMessagePayload(std::string_view payload) {
   if (comma == std::string_view::npos || comma < 2 || comma > kMaxOffsetDigits + 1) {
     return std::nullopt;
   }
-  const std::string_view digits = payload.substr(1, comma - 1);
-  for (char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-  }
-  int64_t offset = 0;
-  auto r = std::from_chars(digits.data(), digits.data() + digits.size(), offset);
-  if (r.ec != std::errc() || r.ptr != digits.data() + digits.size()) return std::nullopt;
-  return StreamMessage{offset, payload.substr(comma + 1, payload.size() - comma - 2)};
+  const Result<uint64_t> offset = ParseUnsigned(payload.substr(1, comma - 1), "offset", INT64_MAX);
+  if (!offset.ok()) return std::nullopt;
+  return StreamMessage{static_cast<int64_t>(*offset),
+                       payload.substr(comma + 1, payload.size() - comma - 2)};
 }
 
 }  // namespace weir::stream_protocol

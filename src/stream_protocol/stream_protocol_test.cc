@@ -83,7 +83,8 @@ TEST(StreamProtocol, AMessagePayloadReadsBackAsWritten) {
 TEST(StreamProtocol, AMalformedMessagePayloadIsRefused) {
   for (std::string_view payload :
        {"", "[]", "[1]", "[,1]", "[-1,1]", "[+1,1]", "[1 ,1]", "{1,1}", "[1,1", "1,1]",
-        "[9223372036854775808,1]", "[12345678901234567890,1]", "[0x1,2]"}) {
+        "[9223372036854775808,1]", "[12345678901234567890,1]", "[00000000000000000001,1]",
+        "[0x1,2]"}) {
     EXPECT_FALSE(ParseMessagePayload(payload).has_value()) << payload;
   }
 }
