@@ -699,10 +699,6 @@ Status Partition::Publish(Offset end_offset, std::string_view owner) {
 Status Partition::TruncateTo(Offset end_offset, std::string_view owner) {
   State& st = *state_;
   const int64_t end = end_offset.value();
-  auto truncated = [&](int64_t from) {
-    return Status::Aborted(st.Where() + ": records from offset " + std::to_string(from) +
-                           " on were removed by TruncateTo");
-  };
   std::lock_guard io(st.io_mu);
   {
     std::lock_guard lk(st.append_mu);
@@ -716,69 +712,92 @@ Status Partition::TruncateTo(Offset end_offset, std::string_view owner) {
           ": it must be between the first offset " + std::to_string(first) +
           " and the written end " + std::to_string(st.written_end));
     }
-    const int64_t pending_base = st.written_end - st.pending_count;
-    if (end >= pending_base) {  // only unflushed records go: no file changes
-      st.KeepPending(end - pending_base);
-      st.written_end = end;
-      st.written_end_atomic.store(end, std::memory_order_release);
-      st.FailWaitersAbove(end, truncated(end));
-      st.durable_cv.notify_all();
+    if (end >= st.written_end - st.pending_count) {  // only unflushed records go
+      st.TruncatePending(end);
       return Status::OK();
     }
   }
+  // Found before changing anything, so a refusal leaves all as it was.
+  WEIR_ASSIGN_OR_RETURN(const State::TruncationCut cut, st.FindTruncationCut(end));
+  const bool visible_moved = st.MoveEndsBackTo(end);
+  WEIR_RETURN_IF_ERROR(st.CutFilesAt(cut, end));
+  if (visible_moved) {
+    WEIR_RETURN_IF_ERROR(st.WriteCommittedFile(end));
+    st.store->NotifyChange();
+  }
+  return Status::OK();
+}
 
-  // Find the cut in the files before changing anything, so a refusal leaves all as it was.
-  size_t keep;
-  std::shared_ptr<Segment> segment;
+Status Partition::State::RemovedByTruncation(int64_t from) const {
+  return Status::Aborted(Where() + ": records from offset " + std::to_string(from) +
+                         " on were removed by TruncateTo");
+}
+
+void Partition::State::TruncatePending(int64_t end) {
+  KeepPending(end - (written_end - pending_count));
+  written_end = end;
+  written_end_atomic.store(end, std::memory_order_release);
+  FailWaitersAbove(end, RemovedByTruncation(end));
+  durable_cv.notify_all();
+}
+
+Result<Partition::State::TruncationCut> Partition::State::FindTruncationCut(int64_t end) {
+  TruncationCut cut;
   int64_t start;
   {
-    std::lock_guard lk(st.index_mu);
-    keep = st.segments.size();
-    while (keep > 1 && st.segments[keep - 1]->base_offset() > end) --keep;
-    segment = st.segments[keep - 1];
-    start = segment->IndexLookup(end);
+    std::lock_guard lk(index_mu);
+    cut.keep = segments.size();
+    while (cut.keep > 1 && segments[cut.keep - 1]->base_offset() > end) --cut.keep;
+    cut.segment = segments[cut.keep - 1];
+    start = cut.segment->IndexLookup(end);
   }
-  WEIR_ASSIGN_OR_RETURN(const int64_t cut, segment->FindBatchStart(end, start));
+  WEIR_ASSIGN_OR_RETURN(cut.position, cut.segment->FindBatchStart(end, start));
+  return cut;
+}
 
-  st.truncations.fetch_add(1, std::memory_order_acq_rel);
+bool Partition::State::MoveEndsBackTo(int64_t end) {
+  truncations.fetch_add(1, std::memory_order_acq_rel);
   bool visible_moved = false;
   {
-    std::lock_guard lk(st.append_mu);
-    st.ClearPending();
-    st.written_end = end;
-    st.written_end_atomic.store(end, std::memory_order_release);
-    if (NextOffset().value() > end) {
-      visible_end_.store(end, std::memory_order_release);
+    std::lock_guard lk(append_mu);
+    ClearPending();
+    written_end = end;
+    written_end_atomic.store(end, std::memory_order_release);
+    if (self->NextOffset().value() > end) {
+      self->visible_end_.store(end, std::memory_order_release);
       visible_moved = true;
     }
-    durable_end_.store(end, std::memory_order_release);
-    st.FailWaitersAbove(end, truncated(end));
+    self->durable_end_.store(end, std::memory_order_release);
+    FailWaitersAbove(end, RemovedByTruncation(end));
   }
-  st.durable_cv.notify_all();
+  durable_cv.notify_all();
+  return visible_moved;
+}
+
+Status Partition::State::CutFilesAt(const TruncationCut& cut, int64_t end) {
   std::vector<std::shared_ptr<Segment>> dropped;
   {
-    std::lock_guard lk(st.index_mu);
-    dropped.assign(st.segments.begin() + static_cast<ptrdiff_t>(keep), st.segments.end());
-    st.segments.resize(keep);
+    std::lock_guard lk(index_mu);
+    dropped.assign(segments.begin() + static_cast<ptrdiff_t>(cut.keep), segments.end());
+    segments.resize(cut.keep);
   }
   // Newest first: a crash part-way leaves a log that is merely less truncated.
   for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) {
     if (::unlink((*it)->path().c_str()) != 0) return FileError(errno, "deleting", (*it)->path());
   }
-  if (::ftruncate(segment->fd(), cut) != 0) return FileError(errno, "truncating", segment->path());
-  WEIR_RETURN_IF_ERROR(SyncFile(segment->fd(), segment->path()));
-  if (!dropped.empty()) WEIR_RETURN_IF_ERROR(SyncDirectory(st.dir));
-  {
-    std::lock_guard lk(st.index_mu);
-    segment->TrimIndex(cut, end);
-    segment->set_size(cut);
-    int64_t total = 0;
-    for (const auto& s : st.segments) total += s->size();
-    st.size_bytes.store(total, std::memory_order_relaxed);
+  Segment& segment = *cut.segment;
+  if (::ftruncate(segment.fd(), cut.position) != 0) {
+    return FileError(errno, "truncating", segment.path());
   }
-  if (visible_moved) {
-    WEIR_RETURN_IF_ERROR(st.WriteCommittedFile(end));
-    st.store->NotifyChange();
+  WEIR_RETURN_IF_ERROR(SyncFile(segment.fd(), segment.path()));
+  if (!dropped.empty()) WEIR_RETURN_IF_ERROR(SyncDirectory(dir));
+  {
+    std::lock_guard lk(index_mu);
+    segment.TrimIndex(cut.position, end);
+    segment.set_size(cut.position);
+    int64_t total = 0;
+    for (const auto& s : segments) total += s->size();
+    size_bytes.store(total, std::memory_order_relaxed);
   }
   return Status::OK();
 }

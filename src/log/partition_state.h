@@ -115,6 +115,28 @@ struct Partition::State {
   // After a durable write: adds the batches to the segment indexes and the new segments to the
   // list, then moves the durable end to `new_end` and the visible end as WritePendingLocked says.
   void PublishWrite(const std::vector<SegmentRun>& runs, int64_t new_end, int64_t visible_limit);
+  // TruncateTo's steps, in its order, after it has checked `end`. REQUIRES: io_mu held (each).
+  //
+  // When only pending records go (end >= written_end - pending_count): drops them, with no file
+  // change, and fails their waiters. REQUIRES: append_mu held too.
+  void TruncatePending(int64_t end);
+  // Where the files are cut: the first `keep` segments stay, the last of them (`segment`) cut at
+  // `position`, the start of the batch holding offset `end`.
+  struct TruncationCut {
+    size_t keep = 0;
+    std::shared_ptr<Segment> segment;
+    int64_t position = 0;
+  };
+  Result<TruncationCut> FindTruncationCut(int64_t end);
+  // Drops every pending record and moves the written, durable and (if above) visible ends back
+  // to `end`, failing the waiters beyond it; true if the visible end moved (the committed file
+  // must follow). Bumps `truncations` first, so readers drop their buffers.
+  bool MoveEndsBackTo(int64_t end);
+  // Deletes the segments after the cut (newest first: a crash part-way leaves a log merely less
+  // truncated), cuts and fsyncs the last one kept, then trims its index and recounts size_bytes.
+  Status CutFilesAt(const TruncationCut& cut, int64_t end);
+  // kAborted: the records from `from` on were removed by TruncateTo.
+  Status RemovedByTruncation(int64_t from) const;
   // One flush of a plain partition per the fsync policy (committer, FlushAll, destructor).
   // A transactional partition is left alone; either kind returns `failure` if it has failed.
   Status FlushPlain();
