@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <limits>
 #include <random>
+
+#include "app/testing.h"
+#include "state/task_store.h"
+#include "weir/application.h"
 
 namespace weir::app {
 namespace {
@@ -136,6 +141,44 @@ TEST(TaskMeta, RandomBytesAndMutationsNeverCrashTheDecoders) {
     }
     EXPECT_LE(DecodeWithEach(bytes), 1);
   }
+}
+
+// A data directory whose task state is of the former text format (deliveries == 0 meaning "read
+// but not merged") is refused when the task opens, with a Status naming the value: never
+// read as something else, never a crash.
+TEST(TaskMetaInAnApplication, StateOfTheFormerFormatIsRefusedNamingTheValue) {
+  testing::TempDir dir;
+  testing::WriteLines(dir / "in.jsonl", {R"({"user":"ann","ts":1})", R"({"user":"bob","ts":2})"});
+  auto run = [&]() {
+    ApplicationOptions options;
+    options.name = "app";
+    options.data_dir = dir / "data";
+    Application app(options);
+    FileSourceOptions file;
+    file.path = dir / "in.jsonl";
+    file.key = {"user", KeySerde::kString};
+    file.timestamp_field = "ts";
+    app.FromFile(file).ToFile(dir / "out.jsonl");
+    return app.Run();
+  };
+  auto first = run();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const std::filesystem::path tasks =
+      std::filesystem::path(dir / "data") / "apps" / "app" / "tasks";
+  ASSERT_TRUE(std::filesystem::is_directory(tasks));
+  for (const auto& task_dir : std::filesystem::directory_iterator(tasks)) {
+    auto store = state::TaskStore::Open(task_dir.path(), {});
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    (*store)->PutMeta("held_deliveries", "0:1:1:0");
+    ASSERT_TRUE((*store)->Prepare("rewrite").ok());
+    ASSERT_TRUE((*store)->Commit().ok());
+  }
+  auto again = run();
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(again.status().message().find("task meta 'held deliveries': unknown format version"),
+            std::string::npos)
+      << again.status().message();
 }
 
 }  // namespace
