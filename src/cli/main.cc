@@ -1,11 +1,15 @@
 // The `weir` command line. Argument parsing only; the commands live in commands.h.
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <functional>
+#include <vector>
 
 #include "cli/commands.h"
 #include "weir/fsync.h"
 
 namespace {
+
+using namespace weir::cli;
 
 // What --fsync accepts: the names of weir/fsync.h's one table.
 CLI::IsMember FsyncNames() {
@@ -14,76 +18,101 @@ CLI::IsMember FsyncNames() {
   return CLI::IsMember(names);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace weir::cli;
-  // A file-size limit (ulimit -f) must fail writes with EFBIG, reported as an error, rather than
-  // kill the process mid-write.
-  std::signal(SIGXFSZ, SIG_IGN);
-  CLI::App app{
-      "Weir: a stream-processing engine. Durable partitioned logs, stateful dataflows, "
-      "exactly-once checkpoints, one binary."};
-  app.require_subcommand(1);
-  app.set_help_all_flag("--help-all", "Every command's help");
+// The arguments of every command, filled by CLI11 while it parses and read by the command that
+// runs. --data-dir is one string shared by the commands that take it, copied into the parsed
+// command's arguments when it runs.
+struct Arguments {
   std::string data_dir = "./weir-data";
-  auto add_data_dir = [&](CLI::App* cmd) {
-    cmd->add_option("--data-dir", data_dir, "Data directory (log, state, checkpoints)")
-        ->capture_default_str();
-  };
-
-  // The server's flags, for `run` and `serve`.
-  auto add_serve_flags = [](CLI::App* cmd, ServeFlags& flags) {
-    weir::ServerOptions& o = flags.options;
-    cmd->add_option("--listen", flags.listen,
-                    "Serve the topics over HTTP + WebSocket on HOST:PORT (port 0: any free one), "
-                    "or 'off'; default $WEIR_LISTEN, else 127.0.0.1:8080");
-    cmd->add_option("--max-backlog", o.max_backlog,
-                    "Messages queued for a subscriber before it is closed as too_slow")
-        ->capture_default_str();
-    cmd->add_option("--max-replay", o.max_replay,
-                    "How far below the end a subscriber may start (messages)")
-        ->capture_default_str();
-    cmd->add_option("--max-connections", o.max_connections)->capture_default_str();
-    cmd->add_option("--max-subscribers", o.max_subscribers, "Per partition")->capture_default_str();
-    cmd->add_option("--max-frame-bytes", o.max_frame_bytes, "Largest publish frame or body")
-        ->capture_default_str();
-    cmd->add_option("--publish-token", o.publish_token,
-                    "Bearer token required to publish (default: none)");
-    cmd->add_option("--subscribe-token", o.subscribe_token,
-                    "Bearer token required to subscribe (default: none)");
-  };
-
   RunArgs run;
-  CLI::App* run_cmd =
-      app.add_subcommand("run", "Run a YAML pipeline until its sources end (or Ctrl-C)");
-  run_cmd->add_option("pipeline", run.pipeline, "Pipeline file (YAML)")->required();
-  run_cmd->add_option("--workers", run.workers,
-                      "Worker threads (default: the pipeline's, or one per core)");
-  run_cmd->add_flag("--reset", run.reset, "Discard the pipeline's state and checkpoint first");
-  run_cmd->add_flag("--quiet,-q", run.quiet, "Print only errors and the final summary");
-  add_data_dir(run_cmd);
-  add_serve_flags(run_cmd, run.serve);
-
   ServeArgs serve;
-  CLI::App* serve_cmd = app.add_subcommand(
+  DemoArgs demo;
+  ProduceArgs produce;
+  ConsumeArgs consume;
+  TopicArgs topics;
+  BenchArgs bench;
+};
+
+// A (sub)command and what runs when it is the one parsed; main runs the first that was.
+struct Command {
+  CLI::App* cli;
+  std::function<int()> run;
+};
+
+// The command that runs `command` on `args` with the shared --data-dir.
+template <typename Args>
+Command WithDataDir(CLI::App* cli, Arguments& all, Args& args, int (*command)(const Args&)) {
+  return {cli, [&all, &args, command] {
+            args.data_dir = all.data_dir;
+            return command(args);
+          }};
+}
+
+// `consume` reads the data directory, or a server with --server.
+int ConsumeLocalOrRemote(const ConsumeArgs& args) {
+  return args.server.empty() ? Consume(args) : ConsumeRemote(args);
+}
+
+void AddDataDir(CLI::App* cmd, Arguments& args) {
+  cmd->add_option("--data-dir", args.data_dir, "Data directory (log, state, checkpoints)")
+      ->capture_default_str();
+}
+
+// The server's flags, for `run` and `serve`.
+void AddServeFlags(CLI::App* cmd, ServeFlags& flags) {
+  weir::ServerOptions& o = flags.options;
+  cmd->add_option("--listen", flags.listen,
+                  "Serve the topics over HTTP + WebSocket on HOST:PORT (port 0: any free one), "
+                  "or 'off'; default $WEIR_LISTEN, else 127.0.0.1:8080");
+  cmd->add_option("--max-backlog", o.max_backlog,
+                  "Messages queued for a subscriber before it is closed as too_slow")
+      ->capture_default_str();
+  cmd->add_option("--max-replay", o.max_replay,
+                  "How far below the end a subscriber may start (messages)")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", o.max_connections)->capture_default_str();
+  cmd->add_option("--max-subscribers", o.max_subscribers, "Per partition")->capture_default_str();
+  cmd->add_option("--max-frame-bytes", o.max_frame_bytes, "Largest publish frame or body")
+      ->capture_default_str();
+  cmd->add_option("--publish-token", o.publish_token,
+                  "Bearer token required to publish (default: none)");
+  cmd->add_option("--subscribe-token", o.subscribe_token,
+                  "Bearer token required to subscribe (default: none)");
+}
+
+// `run`, `serve` and `demo`: pipelines and the server over the data directory.
+std::vector<Command> AddPipelineCommands(CLI::App& app, Arguments& args) {
+  CLI::App* run =
+      app.add_subcommand("run", "Run a YAML pipeline until its sources end (or Ctrl-C)");
+  run->add_option("pipeline", args.run.pipeline, "Pipeline file (YAML)")->required();
+  run->add_option("--workers", args.run.workers,
+                  "Worker threads (default: the pipeline's, or one per core)");
+  run->add_flag("--reset", args.run.reset, "Discard the pipeline's state and checkpoint first");
+  run->add_flag("--quiet,-q", args.run.quiet, "Print only errors and the final summary");
+  AddDataDir(run, args);
+  AddServeFlags(run, args.run.serve);
+
+  CLI::App* serve = app.add_subcommand(
       "serve", "Serve the data directory's topics over HTTP + WebSocket until Ctrl-C");
-  add_data_dir(serve_cmd);
-  add_serve_flags(serve_cmd, serve.serve);
-  serve_cmd
-      ->add_option("--fsync", serve.fsync,
+  AddDataDir(serve, args);
+  AddServeFlags(serve, args.serve.serve);
+  serve
+      ->add_option("--fsync", args.serve.fsync,
                    "Log fsync policy for publishes: " + weir::FsyncPolicyChoices())
       ->check(FsyncNames())
       ->capture_default_str();
 
-  DemoArgs demo;
-  CLI::App* demo_cmd =
-      app.add_subcommand("demo", "Generate a clickstream and run a pipeline over it");
-  demo_cmd->add_option("--events", demo.events, "Clickstream events to generate")
+  CLI::App* demo = app.add_subcommand("demo", "Generate a clickstream and run a pipeline over it");
+  demo->add_option("--events", args.demo.events, "Clickstream events to generate")
       ->capture_default_str();
-  add_data_dir(demo_cmd);
+  AddDataDir(demo, args);
 
-  ProduceArgs produce;
+  return {WithDataDir(run, args, args.run, Run), WithDataDir(serve, args, args.serve, Serve),
+          WithDataDir(demo, args, args.demo, Demo)};
+}
+
+// `produce` and `consume`: records in and out of a topic.
+std::vector<Command> AddRecordCommands(CLI::App& app, Arguments& args) {
+  ProduceArgs& produce = args.produce;
   CLI::App* produce_cmd = app.add_subcommand("produce", "Append JSON lines from stdin to a topic");
   produce_cmd->add_option("topic", produce.topic, "Topic")->required();
   produce_cmd->add_option("--key-field", produce.key_field,
@@ -99,9 +128,9 @@ int main(int argc, char** argv) {
   produce_cmd
       ->add_option("--partitions", produce.partitions, "Partitions of a topic made by --create")
       ->capture_default_str();
-  add_data_dir(produce_cmd);
+  AddDataDir(produce_cmd, args);
 
-  ConsumeArgs consume;
+  ConsumeArgs& consume = args.consume;
   CLI::App* consume_cmd = app.add_subcommand("consume", "Print a topic's records as JSON lines");
   consume_cmd->add_option("topic", consume.topic, "Topic")->required();
   consume_cmd->add_option("--from", consume.from, "earliest, latest, or an offset")
@@ -109,7 +138,7 @@ int main(int argc, char** argv) {
   consume_cmd->add_option("--partition", consume.partition, "Only this partition");
   consume_cmd->add_flag("--follow,-f", consume.follow, "Keep printing new records until Ctrl-C");
   consume_cmd->add_option("--max", consume.max_records, "Stop after this many records");
-  add_data_dir(consume_cmd);
+  AddDataDir(consume_cmd, args);
   CLI::Option* server_opt = consume_cmd->add_option(
       "--server", consume.server, "Read one partition from a Weir server at ws://HOST:PORT");
   consume_cmd
@@ -121,7 +150,13 @@ int main(int argc, char** argv) {
   consume_cmd->add_option("--token", consume.token, "Subscribe token for --server")
       ->envname("WEIR_TOKEN");
 
-  TopicArgs topics;
+  return {WithDataDir(produce_cmd, args, produce, Produce),
+          WithDataDir(consume_cmd, args, consume, ConsumeLocalOrRemote)};
+}
+
+// `topics create|list|describe`.
+std::vector<Command> AddTopicsCommands(CLI::App& app, Arguments& args) {
+  TopicArgs& topics = args.topics;
   CLI::App* topics_cmd = app.add_subcommand("topics", "Create, list and describe topics");
   topics_cmd->require_subcommand(1);
   CLI::App* create_cmd = topics_cmd->add_subcommand("create", "Create a topic");
@@ -133,18 +168,21 @@ int main(int argc, char** argv) {
                          "Age limit by append time (-1: none)");
   create_cmd->add_option("--segment-bytes", topics.segment_bytes, "Segment file size")
       ->capture_default_str();
-  add_data_dir(create_cmd);
+  AddDataDir(create_cmd, args);
   CLI::App* list_cmd = topics_cmd->add_subcommand("list", "List topics");
-  add_data_dir(list_cmd);
+  AddDataDir(list_cmd, args);
   CLI::App* describe_cmd =
       topics_cmd->add_subcommand("describe", "Partitions, offsets and sizes of a topic");
   describe_cmd->add_option("name", topics.name, "Topic name")->required();
-  add_data_dir(describe_cmd);
+  AddDataDir(describe_cmd, args);
 
-  BenchArgs bench;
-  CLI::App* bench_cmd =
-      app.add_subcommand("bench", "Benchmarks (figures, checked for correctness)");
-  bench_cmd->require_subcommand(1);
+  return {WithDataDir(create_cmd, args, topics, TopicsCreate),
+          WithDataDir(list_cmd, args, topics, TopicsList),
+          WithDataDir(describe_cmd, args, topics, TopicsDescribe)};
+}
+
+// `bench log` and `bench pipeline`.
+void AddBenchLogAndPipeline(CLI::App* bench_cmd, BenchArgs& bench, std::vector<Command>& out) {
   CLI::App* bench_log =
       bench_cmd->add_subcommand("log", "Durable appends with group commit, then replay");
   bench_log->add_option("--records", bench.records, "Records")->capture_default_str();
@@ -156,6 +194,8 @@ int main(int argc, char** argv) {
       ->check(FsyncNames())
       ->capture_default_str();
   bench_log->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
+  out.push_back({bench_log, [&bench] { return BenchLog(bench); }});
+
   CLI::App* bench_pipeline = bench_cmd->add_subcommand(
       "pipeline", "Running count per key over the generator, checkpoints on");
   bench_pipeline->add_option("--events", bench.records, "Events")->capture_default_str();
@@ -167,7 +207,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_pipeline->add_option("--data-dir", bench.data_dir,
                              "Where (default: a temporary directory)");
+  out.push_back({bench_pipeline, [&bench] { return BenchPipeline(bench); }});
+}
 
+// `bench windows` and `bench join`.
+void AddBenchWindowsAndJoin(CLI::App* bench_cmd, BenchArgs& bench, std::vector<Command>& out) {
   CLI::App* bench_windows = bench_cmd->add_subcommand(
       "windows", "Windowed count and sum over the generator (out of order), checkpoints on");
   bench_windows
@@ -189,6 +233,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"uniform", "sessions"}))
       ->capture_default_str();
   bench_windows->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
+  out.push_back({bench_windows, [&bench] { return BenchWindows(bench); }});
+
   CLI::App* bench_join = bench_cmd->add_subcommand(
       "join", "Joins from the embedded log: sensor assembly in time mode, or an interval join");
   bench_join
@@ -210,7 +256,11 @@ int main(int argc, char** argv) {
   bench_join->add_option("--partitions", bench.partitions, "Partitions (tasks)")
       ->capture_default_str();
   bench_join->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
+  out.push_back({bench_join, [&bench] { return BenchJoin(bench); }});
+}
 
+// `bench nexmark`.
+Command AddBenchNexmark(CLI::App* bench_cmd, BenchArgs& bench) {
   CLI::App* bench_nexmark = bench_cmd->add_subcommand(
       "nexmark", "A Nexmark query over the in-process generator, checked against DuckDB");
   bench_nexmark->add_option("--query", bench.query, "q0 q1 q2 q3 q4 q5 q7 q8 q11 q12")
@@ -245,37 +295,45 @@ int main(int argc, char** argv) {
   bench_nexmark->add_option("--partitions", bench.partitions, "Source partitions (tasks)")
       ->capture_default_str();
   bench_nexmark->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
+  return {bench_nexmark, [&bench] { return BenchNexmark(bench); }};
+}
+
+// `bench log|pipeline|windows|join|nexmark`: each takes its own --data-dir (default: a
+// temporary directory), not the shared one.
+std::vector<Command> AddBenchCommands(CLI::App& app, Arguments& args) {
+  CLI::App* bench_cmd =
+      app.add_subcommand("bench", "Benchmarks (figures, checked for correctness)");
+  bench_cmd->require_subcommand(1);
+  std::vector<Command> commands;
+  AddBenchLogAndPipeline(bench_cmd, args.bench, commands);
+  AddBenchWindowsAndJoin(bench_cmd, args.bench, commands);
+  commands.push_back(AddBenchNexmark(bench_cmd, args.bench));
+  return commands;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) must fail writes with EFBIG, reported as an error, rather than
+  // kill the process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
+  CLI::App app{
+      "Weir: a stream-processing engine. Durable partitioned logs, stateful dataflows, "
+      "exactly-once checkpoints, one binary."};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Every command's help");
+
+  Arguments args;
+  std::vector<Command> commands;
+  // In this order: it is the order of `weir --help`.
+  for (auto add : {AddPipelineCommands, AddRecordCommands, AddTopicsCommands, AddBenchCommands}) {
+    for (Command& command : add(app, args)) commands.push_back(std::move(command));
+  }
 
   CLI11_PARSE(app, argc, argv);
 
-  if (run_cmd->parsed()) {
-    run.data_dir = data_dir;
-    return Run(run);
+  for (const Command& command : commands) {
+    if (command.cli->parsed()) return command.run();
   }
-  if (serve_cmd->parsed()) {
-    serve.data_dir = data_dir;
-    return Serve(serve);
-  }
-  if (demo_cmd->parsed()) {
-    demo.data_dir = data_dir;
-    return Demo(demo);
-  }
-  if (produce_cmd->parsed()) {
-    produce.data_dir = data_dir;
-    return Produce(produce);
-  }
-  if (consume_cmd->parsed()) {
-    consume.data_dir = data_dir;
-    return consume.server.empty() ? Consume(consume) : ConsumeRemote(consume);
-  }
-  topics.data_dir = data_dir;
-  if (create_cmd->parsed()) return TopicsCreate(topics);
-  if (list_cmd->parsed()) return TopicsList(topics);
-  if (describe_cmd->parsed()) return TopicsDescribe(topics);
-  if (bench_log->parsed()) return BenchLog(bench);
-  if (bench_pipeline->parsed()) return BenchPipeline(bench);
-  if (bench_windows->parsed()) return BenchWindows(bench);
-  if (bench_join->parsed()) return BenchJoin(bench);
-  if (bench_nexmark->parsed()) return BenchNexmark(bench);
   return 2;
 }
