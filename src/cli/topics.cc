@@ -37,53 +37,61 @@ void AppendConsumedLine(std::string& out, const log::StoredRecord& r, PartitionI
   out.append("}\n");
 }
 
-}  // namespace
-
-int Produce(const ProduceArgs& args) {
-  auto local = LocalLog::Open(args.data_dir, args.fsync);
-  if (!local.ok()) return Fail(local.status());
-  log::LogStore& log = *local->log;
+// The topic `weir produce` appends to, made by --create if missing; a missing topic's error
+// says how to create it.
+Result<log::Topic*> ProduceTarget(log::LogStore& log, const ProduceArgs& args) {
   Result<log::Topic*> found = log.GetTopic(args.topic);
   if (!found.ok() && found.status().code() == StatusCode::kNotFound && args.create) {
     log::TopicConfig config;
     config.partitions = args.partitions;
     found = log.CreateTopic(args.topic, config);
   }
-  if (!found.ok()) {
-    Status s = found.status();
-    if (s.code() == StatusCode::kNotFound) {
-      s = Status::NotFound(s.message() + " in " + args.data_dir +
-                           "; create it with `weir topics create " + args.topic +
-                           "` or pass --create");
-    }
-    return Fail(s);
+  if (!found.ok() && found.status().code() == StatusCode::kNotFound) {
+    return Status::NotFound(found.status().message() + " in " + args.data_dir +
+                            "; create it with `weir topics create " + args.topic +
+                            "` or pass --create");
   }
-  log::Topic* topic = *found;
+  return found;
+}
+
+// How a line becomes a record: --key-field (of --key-type) and --timestamp-field.
+Result<dataflow::RecordExtraction> ProduceExtraction(const ProduceArgs& args) {
   dataflow::RecordExtraction extraction;
   extraction.key.field = args.key_field;
   extraction.timestamp_field = args.timestamp_field;
   if (!args.key_field.empty()) {
-    auto serde = ParseKeySerde(args.key_type);
-    if (!serde.ok()) return Fail(serde.status());
-    extraction.key.type = *serde;
+    WEIR_ASSIGN_OR_RETURN(extraction.key.type, ParseKeySerde(args.key_type));
   }
+  return extraction;
+}
 
-  std::vector<log::RecordBatchBuilder> batches(topic->num_partitions());
+// What `weir produce` read from stdin: the records appended, and the malformed lines, kept as
+// dead letters for the topic's dead-letter topic.
+struct ProducedLines {
+  int64_t produced = 0;
+  int64_t dead = 0;
   log::RecordBatchBuilder dead_letters;
-  int64_t produced = 0, dead = 0, line_number = 0;
+};
+
+// Appends stdin's JSON lines (blank ones skipped, a '\r' before the '\n' dropped) to the partition
+// of each record's key, flushed every 4096 records; a line that is not a record becomes a dead
+// letter naming its line number.
+Status AppendStdinLines(log::Topic& topic, const dataflow::RecordExtraction& extraction,
+                        ProducedLines& out) {
+  std::vector<log::RecordBatchBuilder> batches(topic.num_partitions());
   auto flush = [&]() -> Status {
-    for (int32_t p = 0; p < topic->num_partitions(); ++p) {
+    for (int32_t p = 0; p < topic.num_partitions(); ++p) {
       if (batches[p].empty()) continue;
-      WEIR_RETURN_IF_ERROR(topic->partition(PartitionId(p)).Append(batches[p]).status());
+      WEIR_RETURN_IF_ERROR(topic.partition(PartitionId(p)).Append(batches[p]).status());
       batches[p].Clear();
     }
     return Status::OK();
   };
-  std::string line;
   const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
-  Status status;
+  int64_t line_number = 0;
+  std::string line;
   while (std::getline(std::cin, line)) {
     ++line_number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -93,31 +101,43 @@ int Produce(const ProduceArgs& args) {
       Value dl =
           dataflow::MakeDeadLetterValue(record.status().message(), "stdin",
                                         Value::MakeObject({{"line", Value(line_number)}}), line);
-      dead_letters.Add(EventTime(now), Key(), dl);
-      ++dead;
+      out.dead_letters.Add(EventTime(now), Key(), dl);
+      ++out.dead;
       continue;
     }
     // The exact line is what is stored: subscribers get the JSON that was published.
-    batches[topic->PartitionFor(record->key).value()].AddRaw(record->timestamp, record->key.serde(),
-                                                             record->key.bytes(), line);
-    if (++produced % 4096 == 0) {
-      status = flush();
-      if (!status.ok()) break;
-    }
+    batches[topic.PartitionFor(record->key).value()].AddRaw(record->timestamp, record->key.serde(),
+                                                            record->key.bytes(), line);
+    if (++out.produced % 4096 == 0) WEIR_RETURN_IF_ERROR(flush());
   }
-  if (status.ok()) status = flush();
-  if (status.ok() && !dead_letters.empty()) {
+  return flush();
+}
+
+}  // namespace
+
+int Produce(const ProduceArgs& args) {
+  auto local = LocalLog::Open(args.data_dir, args.fsync);
+  if (!local.ok()) return Fail(local.status());
+  log::LogStore& log = *local->log;
+  Result<log::Topic*> topic = ProduceTarget(log, args);
+  if (!topic.ok()) return Fail(topic.status());
+  Result<dataflow::RecordExtraction> extraction = ProduceExtraction(args);
+  if (!extraction.ok()) return Fail(extraction.status());
+
+  ProducedLines lines;
+  Status status = AppendStdinLines(**topic, *extraction, lines);
+  if (status.ok() && !lines.dead_letters.empty()) {
     log::TopicConfig config;
     auto dlq = log.GetOrCreateTopic(DeadLetterTopicOf(args.topic), config);
-    status =
-        dlq.ok() ? (*dlq)->partition(PartitionId(0)).Append(dead_letters).status() : dlq.status();
+    status = dlq.ok() ? (*dlq)->partition(PartitionId(0)).Append(lines.dead_letters).status()
+                      : dlq.status();
   }
   if (status.ok()) status = log.FlushAll();
   if (!status.ok()) return Fail(status.WithContext("producing to " + args.topic));
-  std::fprintf(stderr, "weir: produced %lld records to %s", static_cast<long long>(produced),
+  std::fprintf(stderr, "weir: produced %lld records to %s", static_cast<long long>(lines.produced),
                args.topic.c_str());
-  if (dead > 0) {
-    std::fprintf(stderr, "; %lld malformed lines went to %s", static_cast<long long>(dead),
+  if (lines.dead > 0) {
+    std::fprintf(stderr, "; %lld malformed lines went to %s", static_cast<long long>(lines.dead),
                  DeadLetterTopicOf(args.topic).c_str());
   }
   std::fprintf(stderr, "\n");
