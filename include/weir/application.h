@@ -50,10 +50,11 @@ class RunService {
 };
 
 struct ApplicationOptions {
-  std::string name;  // [A-Za-z0-9._-]+; names state, internal topics, DLQ
+  std::string name;  // 1-200 of [A-Za-z0-9._-]; names state, internal topics, DLQ
   std::string data_dir = "./weir-data";
-  int workers = 0;         // worker threads; 0: min(cores, tasks)
-  int32_t partitions = 0;  // repartition topics' partitions; 0: max(source, workers)
+  int workers = 0;  // worker threads; 0: min(cores, tasks)
+  int32_t partitions =
+      0;  // repartition topics' partitions, to kMaxPartitions; 0: max(source, workers)
   std::chrono::milliseconds checkpoint_interval{1000};
   int64_t checkpoint_records = 1'000'000;   // also checkpoint after this many input records
   FsyncPolicy fsync = FsyncPolicy::kGroup;  // when the log fsyncs (weir/fsync.h)

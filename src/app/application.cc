@@ -28,6 +28,7 @@ Result<RunSummary> Application::Run() {
   if (options_.checkpoint_interval.count() <= 0 || options_.checkpoint_records <= 0) {
     return Status::InvalidArgument("checkpoint interval and records must be > 0");
   }
+  WEIR_RETURN_IF_ERROR(dataflow::CheckPartitions(options_.partitions, 0, "partitions"));
   WEIR_RETURN_IF_ERROR(graph_->Validate());
   app::Runtime runtime(options_, *graph_);
   {

@@ -295,6 +295,21 @@ TEST(Application, DefinitionErrorsAreReportedBeforeAnythingRuns) {
   Application no_key(Options(dir));
   no_key.FromFile({.path = dir / "in.jsonl"}).ToStdout();
   EXPECT_NE(no_key.Run().status().message().find("needs a key field"), std::string::npos);
+
+  // One partition limit for every kind, from C++ as from YAML (weir/types.h kMaxPartitions).
+  Application too_wide(Options(dir));
+  too_wide.FromFile(UserFile(dir / "in.jsonl"))
+      .GroupBy("page", KeySerde::kString, 10001)
+      .ToStdout();
+  EXPECT_NE(too_wide.Run().status().message().find(
+                "GroupBy partitions must be 0 to 10000 (0: the default), got 10001"),
+            std::string::npos);
+  ApplicationOptions wide_default = Options(dir);
+  wide_default.partitions = -1;
+  Application negative(wide_default);
+  negative.FromFile(UserFile(dir / "in.jsonl")).ToStdout();
+  EXPECT_NE(negative.Run().status().message().find("partitions must be 0 to 10000"),
+            std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir / "data"));
 }
 

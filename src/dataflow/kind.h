@@ -37,6 +37,17 @@ class TaskContext;
 
 enum class Role { kSource, kStep, kSink };
 
+// A partition count of a kind's options against the one limit (weir/types.h kMaxPartitions):
+// `least` is 1 where a count is required, 0 where 0 means the default. `what` names the option
+// in the refusal ("GroupBy partitions").
+inline Status CheckPartitions(int32_t partitions, int32_t least, std::string_view what) {
+  if (partitions >= least && partitions <= kMaxPartitions) return Status::OK();
+  return Status::InvalidArgument(std::string(what) + " must be " + std::to_string(least) + " to " +
+                                 std::to_string(kMaxPartitions) +
+                                 (least == 0 ? " (0: the default)" : "") + ", got " +
+                                 std::to_string(partitions));
+}
+
 // The options of one step as a restart sees them. Each option is declared where the kind
 // describes itself, as one of:
 //   Fixed:     the step's state or outputs depend on it; a restart with another value is refused

@@ -75,7 +75,7 @@ class NexmarkSourceDefinition : public dataflow::SourceDefinition {
   explicit NexmarkSourceDefinition(NexmarkSourceOptions options) : options_(std::move(options)) {}
   std::string_view kind() const override { return "nexmark"; }
   Status Validate() const override {
-    if (options_.partitions < 1) return Status::InvalidArgument("nexmark partitions must be >= 1");
+    WEIR_RETURN_IF_ERROR(dataflow::CheckPartitions(options_.partitions, 1, "nexmark partitions"));
     if (options_.events < -1) {
       return Status::InvalidArgument("nexmark events must be >= 0 (or -1: unbounded)");
     }
@@ -123,7 +123,7 @@ Result<std::shared_ptr<const dataflow::SourceDefinition>> ParseNexmarkSource(
     WEIR_RETURN_IF_ERROR(n.OnlyKeys({"partitions", "events", "events_per_second", "first_event_ms",
                                      "seed", "out_of_order_group_size", "real_time"}));
     if (auto v = n.Get("partitions")) {
-      WEIR_ASSIGN_OR_RETURN(o.partitions, v->Int(1, 1024));
+      WEIR_ASSIGN_OR_RETURN(o.partitions, v->Int(1, kMaxPartitions));
     }
     if (auto v = n.Get("events")) {
       WEIR_ASSIGN_OR_RETURN(o.events, v->Int(-1, INT64_MAX));

@@ -19,7 +19,7 @@ std::string ErrorOf(std::string_view yaml) {
 
 TEST(NexmarkSourceYaml, ErrorsNameTheirPath) {
   EXPECT_NE(ErrorOf("source: {nexmark: {partitions: 0}}")
-                .find("source.nexmark.partitions: expected an integer from 1 to 1024"),
+                .find("source.nexmark.partitions: expected an integer from 1 to 10000"),
             std::string::npos);
   EXPECT_NE(
       ErrorOf("source: {nexmark: {speed: 3}}").find("source.nexmark.speed: unknown key 'speed'"),

@@ -57,9 +57,7 @@ class GeneratorSourceDefinition : public SourceDefinition {
   explicit GeneratorSourceDefinition(GeneratorOptions options) : options_(std::move(options)) {}
   std::string_view kind() const override { return "generator"; }
   Status Validate() const override {
-    if (options_.partitions < 1) {
-      return Status::InvalidArgument("generator partitions must be >= 1");
-    }
+    WEIR_RETURN_IF_ERROR(CheckPartitions(options_.partitions, 1, "generator partitions"));
     if (options_.users < 1 || options_.users > INT32_MAX) {
       return Status::InvalidArgument("generator users must be from 1 to " +
                                      std::to_string(INT32_MAX));
@@ -113,7 +111,7 @@ Result<std::shared_ptr<const SourceDefinition>> ParseGeneratorSource(const Sourc
         g.OnlyKeys({"partitions", "events", "users", "start_time_ms", "events_per_second", "seed",
                     "max_out_of_order_ms", "active_fraction"}));
     if (auto v = g.Get("partitions")) {
-      WEIR_ASSIGN_OR_RETURN(o.partitions, v->Int(1, 1024));
+      WEIR_ASSIGN_OR_RETURN(o.partitions, v->Int(1, kMaxPartitions));
     }
     if (auto v = g.Get("events")) {
       WEIR_ASSIGN_OR_RETURN(o.events, v->Int(-1, INT64_MAX));

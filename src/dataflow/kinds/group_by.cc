@@ -40,10 +40,7 @@ class GroupByStep : public StepDefinition {
     if (type_ == KeySerde::kNull) {
       return Status::InvalidArgument("GroupBy cannot re-key to the null key");
     }
-    if (partitions_ < 0) {
-      return Status::InvalidArgument("GroupBy partitions must be >= 0 (0: the default)");
-    }
-    return Status::OK();
+    return CheckPartitions(partitions_, 0, "GroupBy partitions");
   }
   void Describe(Fingerprint& fingerprint) const override {
     // The repartition topic's partitions decide which task holds a key's state downstream.
@@ -73,7 +70,7 @@ Result<std::shared_ptr<const StepDefinition>> ParseGroupBy(const StepYaml& yaml)
   WEIR_ASSIGN_OR_RETURN(KeySpec key, ParseKeySpec(body));
   int64_t partitions = 0;
   if (auto p = body.Get("partitions")) {
-    WEIR_ASSIGN_OR_RETURN(partitions, p->Int(1, 10000));
+    WEIR_ASSIGN_OR_RETURN(partitions, p->Int(1, kMaxPartitions));
   }
   return std::make_shared<GroupByStep>(key.field, key.type, static_cast<int32_t>(partitions));
 }

@@ -24,10 +24,7 @@ class TopicSink : public SinkDefinition {
   std::string_view kind() const override { return "to-topic"; }
   Status Validate() const override {
     if (options_.topic.empty()) return Status::InvalidArgument("ToTopic needs a topic name");
-    if (options_.partitions < 0) {
-      return Status::InvalidArgument("ToTopic partitions must be >= 0 (0: the default)");
-    }
-    return Status::OK();
+    return CheckPartitions(options_.partitions, 0, "ToTopic partitions");
   }
   void Describe(Fingerprint& fingerprint) const override {
     fingerprint.Fixed("topic", options_.topic).Fixed("partitions", options_.partitions);
@@ -48,7 +45,7 @@ Result<std::shared_ptr<const SinkDefinition>> ParseTopicSink(const SinkYaml& yam
   TopicSinkOptions options;
   WEIR_ASSIGN_OR_RETURN(options.topic, yaml.body.String());
   if (auto p = yaml.sink.Get("partitions")) {
-    WEIR_ASSIGN_OR_RETURN(int64_t partitions, p->Int(1, 10000));
+    WEIR_ASSIGN_OR_RETURN(int64_t partitions, p->Int(1, kMaxPartitions));
     options.partitions = static_cast<int32_t>(partitions);
   }
   return std::make_shared<TopicSink>(std::move(options));
