@@ -280,12 +280,13 @@ void Task::ProcessRecord(int32_t input_index, dataflow::SourceBatch& batch, size
 
 Delivery Task::HoldCurrent() {
   current_held_ = true;
-  Held& held = held_[HeldKey{current_input_, current_position_}];
+  Held& held = held_[HeldKey{current_input_, SourcePosition(current_position_)}];
   if (held.holds++ == 0) {
     held.token = current_token_;
     held.deliveries = current_deliveries_;
   }
-  return {current_input_, current_position_, current_identity_, current_deliveries_};
+  return {current_input_, SourcePosition(current_position_), current_identity_,
+          current_deliveries_};
 }
 
 void Task::Resolve(const Delivery& delivery, Resolution resolution) {
@@ -300,9 +301,10 @@ void Task::Resolve(const Delivery& delivery, Resolution resolution) {
                                            : Resolution::kAck;
   Input& input = inputs_[delivery.input];
   if (input.redelivers_itself) {
-    input.source->Resolve(delivery.position, final);
+    input.source->Resolve(delivery.position.value(), final);
   } else if (final == Resolution::kNak) {
-    redeliveries_.push_back({delivery.input, delivery.position, held.token, held.deliveries + 1});
+    redeliveries_.push_back(
+        {delivery.input, delivery.position.value(), held.token, held.deliveries + 1});
   }
   held_.erase(it);
 }
@@ -352,7 +354,8 @@ std::string Task::SaveHeld() const {
   }
   for (const auto& [key, held] : held_) {
     if (inputs_[key.input].redelivers_itself) continue;  // the broker redelivers it
-    all.push_back({key.input, key.position, held.token, DeliveryState::kHeld, held.deliveries});
+    all.push_back(
+        {key.input, key.position.value(), held.token, DeliveryState::kHeld, held.deliveries});
   }
   std::sort(all.begin(), all.end(), [](const SavedDelivery& a, const SavedDelivery& b) {
     return std::tie(a.input, a.position) < std::tie(b.input, b.position);
@@ -543,7 +546,7 @@ Status Task::Prepare(int64_t checkpoint) {
       if (r.input == static_cast<int32_t>(i)) from = std::min(from, r.position);
     }
     for (const auto& [key, held] : held_) {
-      if (key.input == static_cast<int32_t>(i)) from = std::min(from, key.position);
+      if (key.input == static_cast<int32_t>(i)) from = std::min(from, key.position.value());
     }
     retain_from_[i] = from;
   }
@@ -624,17 +627,18 @@ dataflow::LineWriter& Task::StdoutOutput() {
 }
 
 void Task::DeadLetter(std::string_view reason, const Record& record) {
-  DeadLetterHeld(reason, record, {current_input_, current_position_, current_identity_, 1});
+  DeadLetterHeld(reason, record,
+                 {current_input_, SourcePosition(current_position_), current_identity_, 1});
 }
 
 void Task::DeadLetterHeld(std::string_view reason, const Record& record, const Delivery& delivery) {
   const dataflow::Source& source = *inputs_[delivery.input].source;
-  Record dead{
-      record.key,
-      dataflow::MakeDeadLetterValue(reason, source.Describe(),
-                                    source.PositionValue(delivery.position), record.value.ToJson()),
-      record.timestamp,
-      {}};
+  Record dead{record.key,
+              dataflow::MakeDeadLetterValue(reason, source.Describe(),
+                                            source.PositionValue(delivery.position.value()),
+                                            record.value.ToJson()),
+              record.timestamp,
+              {}};
   TopicOutput(sub_.dead_letter_topic).WriteTo(PartitionId(0), dead);
   ++dead_letters_;
 }

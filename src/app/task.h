@@ -168,12 +168,12 @@ class Task : public dataflow::TaskContext {
   // the task redelivers; the others get the final resolution through Source::Resolve).
   struct HeldKey {
     int32_t input;
-    int64_t position;
+    SourcePosition position;
     friend bool operator==(const HeldKey&, const HeldKey&) = default;
   };
   struct HeldKeyHash {
     size_t operator()(const HeldKey& key) const {
-      return std::hash<int64_t>()(key.position) ^
+      return std::hash<int64_t>()(key.position.value()) ^
              (std::hash<int32_t>()(key.input) * 0x9e3779b97f4a7c15ULL);
     }
   };

@@ -20,7 +20,7 @@ class RecordingResolver : public Resolver {
   }
   void Release(Member m) override { log.push_back("release " + Id(m.delivery)); }
   void Supersede(const Delivery& stale) override {
-    log.push_back("term " + Id(stale) + "#" + std::to_string(stale.position));
+    log.push_back("term " + Id(stale) + "#" + std::to_string(stale.position.value()));
   }
   void Reject(Member m, std::string_view reason) override {
     log.push_back("reject " + Id(m.delivery));
@@ -38,7 +38,7 @@ Member M(int input, int64_t time, int64_t identity, int64_t position = -1) {
   Member m;
   m.record.value = Value::MakeObject({{"t", Value(time)}, {"id", Value(identity)}});
   m.record.timestamp = EventTime(time);
-  m.delivery = {input, position < 0 ? identity : position, identity, 1};
+  m.delivery = {input, SourcePosition(position < 0 ? identity : position), identity, 1};
   m.time = EventTime(time);
   return m;
 }
@@ -156,7 +156,7 @@ TEST_F(AssemblerTest, TraceRedeliverySupersedesTheBufferedCopy) {
   assembler_->Add(1, M(1, 100, 2), "x");
   auto g = assembler_->PopReady();
   ASSERT_TRUE(g.has_value());
-  EXPECT_EQ(g->members[0]->delivery.position, 11);  // the fresh delivery travels on
+  EXPECT_EQ(g->members[0]->delivery.position, SourcePosition(11));  // the fresh one travels on
 }
 
 TEST_F(AssemblerTest, TraceSecondMessageOfOneParentForOneIdIsRejectedNotSwallowed) {
@@ -366,7 +366,7 @@ TEST_F(AssemblerTest, TimeRedeliverySupersedesTheBufferedCopy) {
   assembler_->Add(1, M(1, 1000, 2), "");
   auto g = assembler_->PopReady();
   ASSERT_TRUE(g.has_value());
-  EXPECT_EQ(g->members[0]->delivery.position, 11);
+  EXPECT_EQ(g->members[0]->delivery.position, SourcePosition(11));
 }
 
 TEST_F(AssemblerTest, TimeMaxPendingEvictsTheOldestGroupAsDrop) {
