@@ -26,9 +26,10 @@ struct StreamUrl {
 };
 
 // kInvalidArgument naming the URL and what is wrong with it: another scheme (wss:// included),
-// user info, a missing host, a bad port, a path other than /streams/TOPIC, a topic name outside
-// [A-Za-z0-9._-]{1,200}, a query parameter other than partition and token (the start offset is
-// SubscriptionOptions::start), a repeated or malformed one, a fragment.
+// user info, a missing host, a bad port, a path other than /streams/TOPIC, a topic name that
+// core/names.h's CheckName refuses (1-200 of [A-Za-z0-9._-], not "." or ".."), a query parameter
+// other than partition and token (the start offset is SubscriptionOptions::start), a repeated or
+// malformed one, a fragment.
 Result<StreamUrl> ParseStreamUrl(std::string_view url);
 
 // Where a subscription starts.

@@ -124,6 +124,7 @@ TEST(StreamUrl, RefusesBadUrlsSayingWhy) {
       {"ws://h:1/streams/" + std::string(201, 'a'), "1-200 characters"},
       {"ws://h:1/streams/a/b", "not '/'"},
       {"ws://h:1/streams/a%20b", "not '%'"},
+      {"ws://h:1/streams/..", "may not be '.' or '..'"},
       {"ws://h:1/streams/t#frag", "fragment"},
       {"ws://h:1/streams/t?offset=5", "the start offset is not part of the URL"},
       {"ws://h:1/streams/t?partition=-1", "the partition must be a number"},

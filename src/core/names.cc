@@ -4,6 +4,11 @@
 
 namespace weir {
 
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
 Status CheckName(std::string_view name, std::string_view what) {
   auto bad = [&](std::string_view why) {
     return Status::InvalidArgument("invalid " + std::string(what) + " '" + std::string(name) +
@@ -14,9 +19,7 @@ Status CheckName(std::string_view name, std::string_view what) {
   }
   if (name == "." || name == "..") return bad("'.' and '..' are reserved");
   for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    if (!ok) return bad("only letters, digits, '.', '_' and '-' are allowed");
+    if (!IsNameChar(c)) return bad("only letters, digits, '.', '_' and '-' are allowed");
   }
   return Status::OK();
 }

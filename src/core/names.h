@@ -16,6 +16,10 @@ namespace weir {
 
 inline constexpr size_t kMaxNameLength = 200;
 
+// True if `c` may appear in a name: [A-Za-z0-9._-]. For callers that word their own refusal
+// (naming the character); whether a name is valid is CheckName's to say.
+bool IsNameChar(char c);
+
 // OK, or kInvalidArgument "invalid <what> '<name>': <why>" ("invalid topic name 'a b': ...").
 Status CheckName(std::string_view name, std::string_view what);
 
