@@ -1,29 +1,17 @@
 #include "serve/request.h"
 
-#include <algorithm>
-
+#include "core/names.h"
 #include "simdjson.h"
 
 namespace weir::serve {
 
 namespace {
 
-constexpr size_t kMaxTopicLength = 200;
 constexpr std::string_view kStreamsPrefix = "/streams/";
 constexpr std::string_view kPublishPrefix = "/publish/";
 
 TargetError BadRequest(std::string param, std::string detail) {
   return {TargetError::Kind::kBadRequest, std::move(param), std::move(detail)};
-}
-
-bool IsTopicChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-         c == '_' || c == '-';
-}
-
-bool IsValidTopic(std::string_view topic) {
-  return !topic.empty() && topic.size() <= kMaxTopicLength &&
-         std::all_of(topic.begin(), topic.end(), IsTopicChar);
 }
 
 int HexDigit(char c) {
@@ -114,8 +102,9 @@ std::variant<Target, TargetError> ParseTarget(std::string_view target) {
   } else if (path.starts_with(kStreamsPrefix) || path.starts_with(kPublishPrefix)) {
     t.endpoint = path.starts_with(kStreamsPrefix) ? Endpoint::kStreams : Endpoint::kPublish;
     const std::string_view topic = path.substr(kStreamsPrefix.size());
-    if (!IsValidTopic(topic)) {
-      return BadRequest("path", "a topic name is 1-200 characters of [A-Za-z0-9._-]");
+    if (!CheckName(topic, "topic name").ok()) {
+      return BadRequest("path", "a topic name is 1-" + std::to_string(kMaxNameLength) +
+                                    " characters of [A-Za-z0-9._-], not . or ..");
     }
     t.topic.assign(topic);
   } else {

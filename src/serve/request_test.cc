@@ -105,6 +105,8 @@ TEST(ParseTarget, BadTopicNameIsBadRequest) {
   ExpectBadRequest("/publish/a%20b", "path");
   ExpectBadRequest("/streams/caf\xc3\xa9", "path");
   ExpectBadRequest("/streams/" + std::string(201, 'x'), "path");
+  ExpectBadRequest("/streams/..", "path");
+  ExpectBadRequest("/publish/.", "path");
   EXPECT_EQ(Parsed("/streams/" + std::string(200, 'x')).topic.size(), 200u);
 }
 
