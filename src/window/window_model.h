@@ -24,17 +24,12 @@
 #include <utility>
 #include <vector>
 
+#include "weir/window_definition.h"
+
 namespace weir::window::testing {
 
-enum class ModelKind {
-  kTumbling,
-  kHopping,
-  kSliding,
-  kSession,
-  kCountTumbling,
-  kCountHopping,
-  kCountSliding,
-};
+// The kinds are the specification's own (weir/window_definition.h); nothing else is shared.
+using ModelKind = WindowKind;
 
 struct ModelDefinition {
   ModelKind kind = ModelKind::kTumbling;
