@@ -12,6 +12,7 @@
 
 #include "cli/bench_support.h"
 #include "cli/commands.h"
+#include "cli/heap_counter.h"
 #include "cli/local_log.h"
 #include "core/process_stats.h"
 #include "dataflow/clickstream.h"
@@ -145,9 +146,11 @@ int BenchLog(const BenchArgs& args) {
   std::vector<uint64_t> sums(args.partitions, 0);
   double cpu0 = ProcessCpuSeconds();
   auto t0 = Clock::now();
+  AllocationMeter append_allocations;
   std::vector<Status> errors = OnEachPartition(args.partitions, [&](int32_t p) {
     return ProduceLogBench(partition(p), per_partition, args.value_bytes, latencies[p], sums[p]);
   });
+  append_allocations.Stop();
   double append_wall = Seconds(Clock::now() - t0);
   double append_cpu = ProcessCpuSeconds() - cpu0;
   for (const Status& s : errors) {
@@ -161,9 +164,11 @@ int BenchLog(const BenchArgs& args) {
   t0 = Clock::now();
   std::vector<int64_t> read_counts(args.partitions, 0);
   std::vector<uint64_t> read_sums(args.partitions, 0);
+  AllocationMeter replay_allocations;
   errors = OnEachPartition(args.partitions, [&](int32_t p) {
     return ReplayLogBench(partition(p), read_counts[p], read_sums[p]);
   });
+  replay_allocations.Stop();
   double replay_wall = Seconds(Clock::now() - t0);
   double replay_cpu = ProcessCpuSeconds() - cpu0;
   for (int32_t p = 0; p < args.partitions; ++p) {
@@ -180,14 +185,16 @@ int BenchLog(const BenchArgs& args) {
               static_cast<long long>(total), args.value_bytes, args.partitions, args.fsync.c_str());
   std::printf(
       "  durable append: %.0f records/s (%.1f MB/s), %.0f records/s per core; "
-      "ack latency p50 %.2f ms, p99 %.2f ms\n",
+      "ack latency p50 %.2f ms, p99 %.2f ms; %s heap allocations per record\n",
       total / append_wall, total * args.value_bytes / append_wall / 1e6,
-      total / std::max(append_cpu, 1e-9), Percentile(all, 0.5), Percentile(all, 0.99));
+      total / std::max(append_cpu, 1e-9), Percentile(all, 0.5), Percentile(all, 0.99),
+      append_allocations.PerEvent(total).c_str());
   std::printf(
       "  replay:         %.0f records/s (%.1f MB/s), %.0f records/s per core; "
-      "checked %lld records\n",
+      "checked %lld records; %s heap allocations per record\n",
       total / replay_wall, total * args.value_bytes / replay_wall / 1e6,
-      total / std::max(replay_cpu, 1e-9), static_cast<long long>(total));
+      total / std::max(replay_cpu, 1e-9), static_cast<long long>(total),
+      replay_allocations.PerEvent(total).c_str());
   std::printf("  peak memory:    %.0f MiB\n", ProcessPeakRssBytes() / 1048576.0);
   return 0;
 }
@@ -206,7 +213,9 @@ int BenchPipeline(const BenchArgs& args) {
   options.data_dir = dir.path();
   Application app(options);
   app.FromGenerator(generator).Aggregate({{"count", agg::Count()}}).ToTopic("bench.counts");
+  AllocationMeter allocations;
   auto summary = app.Run();
+  allocations.Stop();
   if (!summary.ok()) return Fail(summary.status());
 
   // Check: per key, the output is exactly 1, 2, ..., n where n is how often the generator
@@ -243,10 +252,12 @@ int BenchPipeline(const BenchArgs& args) {
       args.keys.c_str(), args.partitions,
       static_cast<long long>(options.checkpoint_interval.count()),
       static_cast<long long>(options.checkpoint_records));
-  std::printf("  throughput: %.0f events/s, %.0f events/s per core (%.2f s wall, %.2f s CPU)\n",
-              summary->records_in / summary->wall_seconds,
-              summary->records_in / std::max(summary->cpu_seconds, 1e-9), summary->wall_seconds,
-              summary->cpu_seconds);
+  std::printf(
+      "  throughput: %.0f events/s, %.0f events/s per core (%.2f s wall, %.2f s CPU); %s heap "
+      "allocations per event\n",
+      summary->records_in / summary->wall_seconds,
+      summary->records_in / std::max(summary->cpu_seconds, 1e-9), summary->wall_seconds,
+      summary->cpu_seconds, allocations.PerEvent(summary->records_in).c_str());
   std::printf(
       "  checkpoints: %lld; peak memory %.0f MiB; checked %lld outputs against the generator\n",
       static_cast<long long>(summary->checkpoints), summary->peak_rss_bytes / 1048576.0,
@@ -286,7 +297,9 @@ int BenchWindows(const BenchArgs& args) {
       .Closing(args.closing == "key" ? Closing::kKey : Closing::kPartition)
       .Final()
       .ToTopic("bench.windows");
+  AllocationMeter allocations;
   auto summary = app.Run();
+  allocations.Stop();
   if (!summary.ok()) return Fail(summary.status());
 
   // Check: every admitted event is counted in its windows: once for tumbling and session
@@ -318,10 +331,11 @@ int BenchWindows(const BenchArgs& args) {
       args.partitions);
   std::printf(
       "  throughput: %.0f events/s, %.0f events/s per core (%.2f s wall, %.2f s CPU); "
-      "%.0f ns CPU per event\n",
+      "%.0f ns CPU and %s heap allocations per event\n",
       summary->records_in / summary->wall_seconds,
       summary->records_in / std::max(summary->cpu_seconds, 1e-9), summary->wall_seconds,
-      summary->cpu_seconds, summary->cpu_seconds * 1e9 / std::max<int64_t>(1, summary->records_in));
+      summary->cpu_seconds, summary->cpu_seconds * 1e9 / std::max<int64_t>(1, summary->records_in),
+      allocations.PerEvent(summary->records_in).c_str());
   std::printf("  expiry looked at %.2f windows or index entries per event (closed ones included)\n",
               static_cast<double>(summary->window_expiry_visits) /
                   static_cast<double>(std::max<int64_t>(1, summary->records_in)));

@@ -10,6 +10,7 @@
 
 #include "cli/bench_support.h"
 #include "cli/commands.h"
+#include "cli/heap_counter.h"
 #include "cli/local_log.h"
 #include "core/process_stats.h"
 #include "weir/application.h"
@@ -51,11 +52,13 @@ Result<log::Topic*> NewTopic(LocalLog& local, const std::string& name, int32_t p
   return local.log->CreateTopic(name, config);
 }
 
-void PrintRun(const char* what, const RunSummary& s, int64_t outputs, const char* unit) {
+void PrintRun(const char* what, const RunSummary& s, const AllocationMeter& allocations,
+              int64_t outputs, const char* unit) {
   std::printf(
-      "  %s: %.0f input messages/s per core, %.0f %s/s per core (%.2f s wall, %.2f s CPU)\n", what,
-      s.records_in / std::max(s.cpu_seconds, 1e-9), outputs / std::max(s.cpu_seconds, 1e-9), unit,
-      s.wall_seconds, s.cpu_seconds);
+      "  %s: %.0f input messages/s per core, %.0f %s/s per core (%.2f s wall, %.2f s CPU); %s "
+      "heap allocations per input message\n",
+      what, s.records_in / std::max(s.cpu_seconds, 1e-9), outputs / std::max(s.cpu_seconds, 1e-9),
+      unit, s.wall_seconds, s.cpu_seconds, allocations.PerEvent(s.records_in).c_str());
 }
 
 // --- time mode ---------------------------------------------------------------------------------
@@ -194,6 +197,7 @@ int BenchTimeJoin(const BenchArgs& args) {
   const SensorPlan plan = MakeSensorPlan(args);
   int64_t groups = 0, samples = 0;
   RunSummary run;
+  AllocationMeter allocations;
   {
     BenchDir dir(args.data_dir);
     {
@@ -204,7 +208,9 @@ int BenchTimeJoin(const BenchArgs& args) {
     }
     Application app({.name = "bench-join", .data_dir = dir.path()});
     SensorJoin(app, plan, true, 2, milliseconds(5 * plan.period_ms)).ToTopic("bench.groups");
+    allocations = AllocationMeter();
     auto summary = app.Run();
+    allocations.Stop();
     if (!summary.ok()) return Fail(summary.status());
     run = *summary;
     Status checked = CheckGroups(dir.path(), plan, args.partitions, groups, samples);
@@ -216,7 +222,7 @@ int BenchTimeJoin(const BenchArgs& args) {
       "checkpoints on\n",
       args.sync_hz, static_cast<long long>(plan.jitter_ms),
       static_cast<long long>(plan.period_ms / 2), args.partitions);
-  PrintRun("throughput", run, groups, "groups");
+  PrintRun("throughput", run, allocations, groups, "groups");
   std::printf(
       "  %lld groups (%.1f IMU samples each), %lld messages; peak memory %.0f MiB; "
       "checked: one group per tick with two sensors or more, samples in their window\n",
@@ -313,7 +319,9 @@ int BenchIntervalJoin(const BenchArgs& args) {
         {.topic = topic, .key = {"k", KeySerde::kInt}, .timestamp_field = "ts", .bounded = true});
   };
   from("left").IntervalJoin(from("right"), {.lower = bound, .upper = bound}).ToTopic("bench.pairs");
+  AllocationMeter allocations;
   auto summary = app.Run();
+  allocations.Stop();
   if (!summary.ok()) return Fail(summary.status());
 
   // Check: as many pairs as a per-key two-pointer count finds, each within the bounds.
@@ -350,7 +358,7 @@ int BenchIntervalJoin(const BenchArgs& args) {
       "partitions, from the embedded log, checkpoints on\n",
       static_cast<long long>(per_side), static_cast<long long>(keys),
       static_cast<long long>(bound.count()), args.partitions);
-  PrintRun("throughput", *summary, pairs, "pairs");
+  PrintRun("throughput", *summary, allocations, pairs, "pairs");
   std::printf("  %lld pairs; peak memory %.0f MiB; checked: every pair a brute-force count finds\n",
               static_cast<long long>(pairs), summary->peak_rss_bytes / 1048576.0);
   return 0;

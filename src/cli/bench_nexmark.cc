@@ -13,6 +13,7 @@
 
 #include "cli/bench_support.h"
 #include "cli/commands.h"
+#include "cli/heap_counter.h"
 #include "cli/nexmark_queries.h"
 #include "core/process_stats.h"
 #include "nexmark/canonical_row.h"
@@ -250,8 +251,11 @@ Result<DuckDbOutput> RunDuckDb(const nexmark::NexmarkGenerator& generator, int64
 }
 
 // The figures of one run, for people and (the last line) for scripts.
-void PrintNexmark(const BenchArgs& args, const RunSummary& summary, double generator_rate,
-                  WeirOutput& weir, const DuckDbOutput& duckdb, const std::string& diff) {
+// `allocations_per_event`: heap allocations of the run (the pipeline's threads and the rest of
+// the process while it ran) per event, or "n/a" (heap_counter.h).
+void PrintNexmark(const BenchArgs& args, const RunSummary& summary,
+                  const std::string& allocations_per_event, double generator_rate, WeirOutput& weir,
+                  const DuckDbOutput& duckdb, const std::string& diff) {
   const bool paced = args.rate > 0;
   const double events = static_cast<double>(args.records);
   std::vector<double>& latencies = weir.latencies;
@@ -275,10 +279,10 @@ void PrintNexmark(const BenchArgs& args, const RunSummary& summary, double gener
       static_cast<long long>(args.grace_ms), static_cast<long long>(args.checkpoint_ms));
   std::printf(
       "  Weir: %.0f events/s, %.0f events/s per core (%.2f s wall, %.2f s CPU), "
-      "peak memory %.0f MiB, %lld checkpoints, %lld late\n",
+      "peak memory %.0f MiB, %s heap allocations per event, %lld checkpoints, %lld late\n",
       events / summary.wall_seconds, weir_rate, summary.wall_seconds, summary.cpu_seconds,
-      summary.peak_rss_bytes / 1048576.0, static_cast<long long>(summary.checkpoints),
-      static_cast<long long>(summary.late));
+      summary.peak_rss_bytes / 1048576.0, allocations_per_event.c_str(),
+      static_cast<long long>(summary.checkpoints), static_cast<long long>(summary.late));
   std::printf(
       "  generator alone: %.0f events/s per core; pipeline without it: %s events/s per "
       "core\n",
@@ -298,12 +302,13 @@ void PrintNexmark(const BenchArgs& args, const RunSummary& summary, double gener
   std::printf(
       "nexmark query=%s events=%lld rate=%s verified=%s rows=%zu events_per_cpu_s=%.0f "
       "generator_events_per_cpu_s=%.0f pipeline_events_per_cpu_s=%s "
-      "duckdb_events_per_cpu_s=%.0f peak_rss_mib=%.0f p50_ms=%s p99_ms=%s wall_s=%.2f late=%lld\n",
+      "duckdb_events_per_cpu_s=%.0f peak_rss_mib=%.0f allocs_per_event=%s p50_ms=%s p99_ms=%s "
+      "wall_s=%.2f late=%lld\n",
       args.query.c_str(), static_cast<long long>(args.records), Figure(args.rate, "%.0f").c_str(),
       diff.empty() ? "yes" : "no", weir_answer.size(), weir_rate, generator_rate,
       Figure(pipeline_rate, "%.0f").c_str(), duckdb_rate, summary.peak_rss_bytes / 1048576.0,
-      Figure(p50, "%.1f").c_str(), Figure(p99, "%.1f").c_str(), summary.wall_seconds,
-      static_cast<long long>(summary.late));
+      allocations_per_event.c_str(), Figure(p50, "%.1f").c_str(), Figure(p99, "%.1f").c_str(),
+      summary.wall_seconds, static_cast<long long>(summary.late));
 }
 
 }  // namespace
@@ -349,7 +354,9 @@ int BenchNexmark(const BenchArgs& args) {
   }
   Application app(options);
   nexmark::AddQuery(*query, nexmark::FromNexmark(app, source), query_options);
+  AllocationMeter allocations;
   auto summary = app.Run();
+  allocations.Stop();
   arrivals.Stop();
   if (!summary.ok()) return Fail(summary.status());
 
@@ -358,7 +365,8 @@ int BenchNexmark(const BenchArgs& args) {
   auto duckdb = RunDuckDb(generator, args.records, *query);
   if (!duckdb.ok()) return Fail(duckdb.status());
   const std::string diff = weir->answer.Diff(duckdb->answer);
-  PrintNexmark(args, *summary, generator_rate, *weir, *duckdb, diff);
+  PrintNexmark(args, *summary, allocations.PerEvent(args.records), generator_rate, *weir, *duckdb,
+               diff);
   return diff.empty() ? 0 : 1;
 }
 

@@ -35,6 +35,10 @@ TEST_P(NexmarkQuery, WeirsAnswerIsDuckDbsOverTheSameEvents) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("verified=yes"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" late=0"), std::string::npos) << r.out;
+  // Scripts read the allocations per event from the same line (a number, or n/a under a
+  // sanitizer, which owns malloc).
+  EXPECT_NE(r.out.find(" allocs_per_event="), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(" allocs_per_event=0.00 "), std::string::npos) << r.out;
 }
 
 // One source task starved (it sleeps before each batch, core/fault_injection.h) while the other

@@ -1,0 +1,81 @@
+#include "cli/heap_counter.h"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdio>
+#include <string>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WEIR_COUNT_HEAP 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define WEIR_COUNT_HEAP 0
+#endif
+#endif
+#ifndef WEIR_COUNT_HEAP
+#define WEIR_COUNT_HEAP 1
+#endif
+
+namespace weir::cli {
+namespace {
+
+// One counter per thread slot, each on its own cache line, so that counting costs a thread an
+// uncontended add; a thread takes the next slot on its first allocation (more threads than
+// slots share them, still exactly).
+constexpr int kSlots = 64;
+struct alignas(64) Slot {
+  std::atomic<int64_t> allocations{0};
+};
+Slot slots[kSlots];
+std::atomic<unsigned> next_slot{0};
+// Constant-initialized: reading it allocates nothing, so malloc may use it.
+thread_local int thread_slot = -1;
+
+[[maybe_unused]] inline void CountOne() {
+  if (thread_slot < 0) {
+    thread_slot = static_cast<int>(next_slot.fetch_add(1, std::memory_order_relaxed) % kSlots);
+  }
+  slots[thread_slot].allocations.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+std::optional<int64_t> HeapAllocations() {
+  if (!WEIR_COUNT_HEAP) return std::nullopt;
+  int64_t total = 0;
+  for (const Slot& slot : slots) total += slot.allocations.load(std::memory_order_relaxed);
+  return total;
+}
+
+std::string AllocationMeter::PerEvent(int64_t events) const {
+  if (!start_ || !stop_ || events <= 0) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f",
+                static_cast<double>(*stop_ - *start_) / static_cast<double>(events));
+  return buf;
+}
+
+}  // namespace weir::cli
+
+#if WEIR_COUNT_HEAP
+// glibc's own entry points, which its malloc, calloc and realloc are: the hooks below count and
+// hand over. free, and the aligned allocators, stay glibc's (the same allocator).
+extern "C" {
+void* __libc_malloc(size_t size);
+void* __libc_calloc(size_t count, size_t size);
+void* __libc_realloc(void* pointer, size_t size);
+
+void* malloc(size_t size) {
+  weir::cli::CountOne();
+  return __libc_malloc(size);
+}
+void* calloc(size_t count, size_t size) {
+  weir::cli::CountOne();
+  return __libc_calloc(count, size);
+}
+void* realloc(void* pointer, size_t size) {
+  weir::cli::CountOne();
+  return __libc_realloc(pointer, size);
+}
+}
+#endif
