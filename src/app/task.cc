@@ -54,6 +54,17 @@ Task::Task(Runtime& runtime, const SubTopology& sub, PartitionId partition)
 Task::~Task() = default;
 
 Status Task::Open(int64_t checkpoint) {
+  WEIR_RETURN_IF_ERROR(OpenStore(checkpoint));
+  std::map<int, dataflow::Operator*> by_step;
+  WEIR_RETURN_IF_ERROR(OpenInputs(by_step));
+  WEIR_RETURN_IF_ERROR(RestoreProgress());
+  WEIR_RETURN_IF_ERROR(MakeOperators(by_step));
+  // Writers for the dead letters exist from the start so that a source can use them.
+  TopicOutput(sub_.dead_letter_topic);
+  return Status::OK();
+}
+
+Status Task::OpenStore(int64_t checkpoint) {
   WEIR_ASSIGN_OR_RETURN(store_, state::TaskStore::Open(runtime_.TaskDir(id_), sub_.stateful_steps));
   const std::string expected = CheckpointManifest::TransactionName(checkpoint);
   for (const std::string& name : store_->PreparedCheckpoints()) {
@@ -73,9 +84,10 @@ Status Task::Open(int64_t checkpoint) {
                                 runtime_.TaskDir(id_).string() + ")");
     }
   }
+  return Status::OK();
+}
 
-  const dataflow::Graph& graph = runtime_.graph();
-  std::map<int, dataflow::Operator*> by_step;
+Status Task::OpenInputs(std::map<int, dataflow::Operator*>& by_step) {
   inputs_.resize(sub_.inputs.size());
   for (size_t i = 0; i < sub_.inputs.size(); ++i) {
     Input& input = inputs_[i];
@@ -89,6 +101,11 @@ Status Task::Open(int64_t checkpoint) {
     input.root = std::make_unique<RootOperator>();
     by_step[sub_.inputs[i].root_step] = input.root.get();
   }
+  retain_from_.assign(inputs_.size(), -1);
+  return Status::OK();
+}
+
+Status Task::RestoreProgress() {
   WEIR_ASSIGN_OR_RETURN(std::optional<std::string> watermark, store_->GetMeta(kMetaWatermark));
   if (watermark) {
     Result<Watermark> saved = DecodeTaskWatermark(*watermark);
@@ -110,10 +127,13 @@ Status Task::Open(int64_t checkpoint) {
   if (held) WEIR_RETURN_IF_ERROR(RestoreHeld(*held));
   WEIR_ASSIGN_OR_RETURN(std::optional<std::string> pending, store_->GetMeta(kMetaPendingMarks));
   if (pending) WEIR_RETURN_IF_ERROR(RestorePendingMarks(*pending));
-  retain_from_.assign(inputs_.size(), -1);
+  return Status::OK();
+}
 
-  // Operators for the sub-topology's steps, linked as the graph links them; a multi-input
-  // step is linked to each parent through a port.
+// Operators for the sub-topology's steps, linked as the graph links them; a multi-input step is
+// linked to each parent through a port.
+Status Task::MakeOperators(std::map<int, dataflow::Operator*>& by_step) {
+  const dataflow::Graph& graph = runtime_.graph();
   for (int step_id : sub_.steps) {
     const dataflow::Node& node = graph.nodes[step_id];
     WEIR_ASSIGN_OR_RETURN(std::unique_ptr<dataflow::Operator> op,
@@ -131,8 +151,6 @@ Status Task::Open(int64_t checkpoint) {
       by_step.at(node.parents[k])->AddChild(operators_.back().get());
     }
   }
-  // Writers for the dead letters exist from the start so that a source can use them.
-  TopicOutput(sub_.dead_letter_topic);
   return Status::OK();
 }
 

@@ -117,6 +117,13 @@ class Task : public dataflow::TaskContext {
     bool all_term = true;
   };
 
+  // Open, in its order: the store at `checkpoint` (prepared checkpoints committed or rolled
+  // back); each input's source at its saved position, with a root operator in `by_step`; the
+  // saved watermarks, held deliveries and pending marks; the steps' operators, linked.
+  Status OpenStore(int64_t checkpoint);
+  Status OpenInputs(std::map<int, dataflow::Operator*>& by_step);
+  Status RestoreProgress();
+  Status MakeOperators(std::map<int, dataflow::Operator*>& by_step);
   Result<std::unique_ptr<dataflow::Source>> OpenSource(const SubTopologyInput& input);
   // Merges the inputs' batches in event-time order, up to kBatchRecords records; returns
   // whether any came.
