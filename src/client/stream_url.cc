@@ -6,32 +6,10 @@
 
 #include "core/names.h"
 #include "core/parse.h"
+#include "stream_protocol/stream_protocol.h"
 
 namespace weir::client {
 namespace {
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-bool PercentDecode(std::string_view in, std::string* out) {
-  out->clear();
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out->push_back(in[i]);
-      continue;
-    }
-    if (i + 2 >= in.size()) return false;
-    int hi = HexDigit(in[i + 1]), lo = HexDigit(in[i + 2]);
-    if (hi < 0 || lo < 0) return false;
-    out->push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return true;
-}
 
 // ParseStreamUrl's steps, in its order. Each error is only what is wrong ("no host"): the
 // caller names the URL around it.
@@ -131,8 +109,8 @@ Status ParseQuery(std::string_view query, StreamUrl& out) {
     size_t eq = param.find('=');
     std::string_view name = param.substr(0, eq);
     std::string value;
-    if (eq == std::string_view::npos || !PercentDecode(param.substr(eq + 1), &value) ||
-        value.empty()) {
+    if (eq == std::string_view::npos ||
+        !stream_protocol::PercentDecode(param.substr(eq + 1), value) || value.empty()) {
       return Status::InvalidArgument("the query parameter '" + std::string(name) +
                                      "' needs a value");
     }

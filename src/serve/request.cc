@@ -1,7 +1,9 @@
 #include "serve/request.h"
 
 #include "core/names.h"
+#include "core/parse.h"
 #include "simdjson.h"
+#include "stream_protocol/stream_protocol.h"
 
 namespace weir::serve {
 
@@ -14,41 +16,13 @@ TargetError BadRequest(std::string param, std::string detail) {
   return {TargetError::Kind::kBadRequest, std::move(param), std::move(detail)};
 }
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Decodes %XX escapes; '+' stays '+'. False on a '%' not followed by two hex digits.
-bool PercentDecode(std::string_view in, std::string& out) {
-  out.clear();
-  out.reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out.push_back(in[i]);
-      continue;
-    }
-    if (in.size() - i < 3) return false;
-    const int hi = HexDigit(in[i + 1]);
-    const int lo = HexDigit(in[i + 2]);
-    if (hi < 0 || lo < 0) return false;
-    out.push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return true;
-}
-
 // Digits only (no sign, no space), at most `max_digits` of them, value <= `max`.
 bool ParseDecimal(std::string_view s, size_t max_digits, uint64_t max, uint64_t& value) {
-  if (s.empty() || s.size() > max_digits) return false;
-  value = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + static_cast<uint64_t>(c - '0');  // <= 19 digits: no overflow
-  }
-  return value <= max;
+  if (s.size() > max_digits) return false;
+  const Result<uint64_t> parsed = ParseUnsigned(s, "a number", max);
+  if (!parsed.ok()) return false;
+  value = *parsed;
+  return true;
 }
 
 bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -139,7 +113,8 @@ std::variant<Target, TargetError> ParseTarget(std::string_view target) {
       return BadRequest(std::string(name), "repeated parameter");
     }
     if (raw.empty()) return BadRequest(std::string(name), "empty value");
-    if (!PercentDecode(raw, value)) return BadRequest(std::string(name), "malformed %-escape");
+    if (!stream_protocol::PercentDecode(raw, value))
+      return BadRequest(std::string(name), "malformed %-escape");
 
     if (seen == nullptr) {
       t.token = value;

@@ -84,4 +84,9 @@ void AppendMessagePayload(std::string& out, int64_t offset, std::string_view val
 // closing bracket).
 std::optional<StreamMessage> ParseMessagePayload(std::string_view payload);
 
+// The query values of a stream URL (ws://HOST:PORT/topics/T/partitions/P?from=...), as the server
+// and the client read them: decodes %XX escapes ('+' stays '+') into `out`. False on a '%' not
+// followed by two hex digits.
+bool PercentDecode(std::string_view in, std::string& out);
+
 }  // namespace weir::stream_protocol
