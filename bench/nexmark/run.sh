@@ -56,7 +56,8 @@ echo "runs:    $EVENTS events unthrottled; $LATENCY_EVENTS events at $RATE event
 
 # The TSV's columns: the keys of the `nexmark ` line that the tables and the plot use.
 keys=(query events rate verified rows events_per_cpu_s generator_events_per_cpu_s
-      pipeline_events_per_cpu_s duckdb_events_per_cpu_s peak_rss_mib p50_ms p99_ms wall_s)
+      pipeline_events_per_cpu_s duckdb_events_per_cpu_s ratio_to_duckdb peak_rss_mib
+      allocs_per_event p50_ms p99_ms wall_s)
 tsv="$OUT/results.tsv"
 (IFS=$'\t'; echo "run	exit	${keys[*]}") >"$tsv"
 

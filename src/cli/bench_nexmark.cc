@@ -295,20 +295,21 @@ void PrintNexmark(const BenchArgs& args, const RunSummary& summary,
   }
   std::printf(
       "  DuckDB batch: %.0f events/s per core (%.2f s wall, %.2f s CPU; loading took "
-      "%.1f s)\n",
-      duckdb_rate, duckdb_wall, duckdb_cpu, load_seconds);
+      "%.1f s); Weir per core / DuckDB per core: %.2fx\n",
+      duckdb_rate, duckdb_wall, duckdb_cpu, load_seconds, weir_rate / duckdb_rate);
   std::printf("  check: %zu rows, %s\n", weir_answer.size(),
               diff.empty() ? "equal to DuckDB's" : ("DIFFERENT: " + diff).c_str());
   std::printf(
       "nexmark query=%s events=%lld rate=%s verified=%s rows=%zu events_per_cpu_s=%.0f "
       "generator_events_per_cpu_s=%.0f pipeline_events_per_cpu_s=%s "
-      "duckdb_events_per_cpu_s=%.0f peak_rss_mib=%.0f allocs_per_event=%s p50_ms=%s p99_ms=%s "
-      "wall_s=%.2f late=%lld\n",
+      "duckdb_events_per_cpu_s=%.0f ratio_to_duckdb=%.2f peak_rss_mib=%.0f allocs_per_event=%s "
+      "p50_ms=%s p99_ms=%s wall_s=%.2f late=%lld\n",
       args.query.c_str(), static_cast<long long>(args.records), Figure(args.rate, "%.0f").c_str(),
       diff.empty() ? "yes" : "no", weir_answer.size(), weir_rate, generator_rate,
-      Figure(pipeline_rate, "%.0f").c_str(), duckdb_rate, summary.peak_rss_bytes / 1048576.0,
-      allocations_per_event.c_str(), Figure(p50, "%.1f").c_str(), Figure(p99, "%.1f").c_str(),
-      summary.wall_seconds, static_cast<long long>(summary.late));
+      Figure(pipeline_rate, "%.0f").c_str(), duckdb_rate, weir_rate / duckdb_rate,
+      summary.peak_rss_bytes / 1048576.0, allocations_per_event.c_str(),
+      Figure(p50, "%.1f").c_str(), Figure(p99, "%.1f").c_str(), summary.wall_seconds,
+      static_cast<long long>(summary.late));
 }
 
 }  // namespace
