@@ -1,5 +1,6 @@
 #include "cli/heap_counter.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdio>
@@ -19,23 +20,32 @@
 namespace weir::cli {
 namespace {
 
-// One counter per thread slot, each on its own cache line, so that counting costs a thread an
-// uncontended add; a thread takes the next slot on its first allocation (more threads than
-// slots share them, still exactly).
+// One counter per thread, each on its own cache line. The first kOwnedSlots threads to allocate
+// own a slot each and count with a plain load and store (no locked instruction: the count is
+// only theirs to write); later threads share the last slot with an atomic add. Readers sum the
+// slots with relaxed loads.
 constexpr int kSlots = 64;
+constexpr int kOwnedSlots = kSlots - 1;
 struct alignas(64) Slot {
   std::atomic<int64_t> allocations{0};
 };
 Slot slots[kSlots];
-std::atomic<unsigned> next_slot{0};
+std::atomic<int> next_slot{0};
 // Constant-initialized: reading it allocates nothing, so malloc may use it.
 thread_local int thread_slot = -1;
 
 [[maybe_unused]] inline void CountOne() {
-  if (thread_slot < 0) {
-    thread_slot = static_cast<int>(next_slot.fetch_add(1, std::memory_order_relaxed) % kSlots);
+  int slot = thread_slot;
+  if (slot < 0) {
+    slot = std::min(next_slot.fetch_add(1, std::memory_order_relaxed), kOwnedSlots);
+    thread_slot = slot;
   }
-  slots[thread_slot].allocations.fetch_add(1, std::memory_order_relaxed);
+  std::atomic<int64_t>& count = slots[slot].allocations;
+  if (slot < kOwnedSlots) {
+    count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  } else {
+    count.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace
