@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(WEIR_NO_HEAP_COUNTER) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define WEIR_COUNT_HEAP 0
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)

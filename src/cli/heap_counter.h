@@ -6,6 +6,10 @@
 // aligned_alloc, aligned operator new) go straight to glibc and are not counted. A build with
 // AddressSanitizer or ThreadSanitizer leaves malloc to the sanitizer and counts nothing.
 //
+// The hook hands over to glibc's own entry points, so a tool that interposes malloc from outside
+// the binary (heaptrack's LD_PRELOAD, valgrind's memcheck) no longer sees the binary's
+// allocations: build with -DWEIR_HEAP_COUNTER=OFF for those tools (the count is then n/a).
+//
 // Thread safety: HeapAllocations may be called from any thread; the count is exact once the
 // threads that allocated have finished what is being measured.
 #pragma once
