@@ -4,7 +4,19 @@
 // members in insertion order (what was published is what is written back) and look members up
 // by a linear scan: records have few fields, and a scan of a small vector beats hashing.
 // JSON integers that fit int64 are ints; other numbers are doubles. NaN and infinities are
-// written as null, since JSON cannot carry them.
+// written as null, since JSON cannot carry them. Parsed JSON is limited to kMaxJsonBytes and to
+// kMaxDepth levels of nesting (the binary form's limit too, so whatever parses can be stored);
+// beyond them Parse refuses the document.
+//
+// Memory: strings, arrays and objects take their memory from a per-thread pool
+// (internal::PoolAllocator): blocks freed by values are kept by size and handed to the next
+// values built on that thread, so records built and dropped one after another (a Map returning
+// a new object per record) stop calling malloc once the pool holds what a batch needs.
+//
+// Writing in place: AssignJson, AssignString, ObjectWriter and ArrayWriter rewrite a value
+// reusing the memory it already holds (string buffers, member and item vectors). Sources fill
+// record slots that are reused from batch to batch (dataflow::SourceBatch) this way, so a stream
+// of records of one shape makes no heap allocation once the slots have grown to its sizes.
 // Thread safety: a value type; const access from many threads is safe.
 #pragma once
 
@@ -20,11 +32,36 @@
 
 namespace weir {
 
+namespace internal {
+// A block of `bytes` from the calling thread's pool (malloc when the pool has none of its size,
+// and for blocks over 64 KiB). Any thread may give a block back; it joins that thread's pool,
+// which keeps at most about 4 MiB per size and frees the rest. Without a pool under ASan, so
+// that it sees every use after free.
+void* PoolAllocate(size_t bytes);
+void PoolDeallocate(void* block, size_t bytes) noexcept;
+
+// The standard allocator interface over the pool (stateless: any two are equal).
+template <typename T>
+struct PoolAllocator {
+  using value_type = T;
+  PoolAllocator() noexcept = default;
+  template <typename U>
+  PoolAllocator(const PoolAllocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
+  T* allocate(size_t n) { return static_cast<T*>(PoolAllocate(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) noexcept { PoolDeallocate(p, n * sizeof(T)); }
+  template <typename U>
+  friend bool operator==(const PoolAllocator&, const PoolAllocator<U>&) {
+    return true;
+  }
+};
+}  // namespace internal
+
 class Value {
  public:
-  using Array = std::vector<Value>;
+  using String = std::basic_string<char, std::char_traits<char>, internal::PoolAllocator<char>>;
+  using Array = std::vector<Value, internal::PoolAllocator<Value>>;
   using Member = std::pair<std::string, Value>;
-  using Object = std::vector<Member>;
+  using Object = std::vector<Member, internal::PoolAllocator<Member>>;
   enum class Type : uint8_t { kNull, kBool, kInt, kDouble, kString, kArray, kObject };
 
   Value() = default;
@@ -33,18 +70,58 @@ class Value {
   Value(int i) : v_(int64_t{i}) {}                   // NOLINT(google-explicit-constructor)
   Value(int64_t i) : v_(i) {}                        // NOLINT(google-explicit-constructor)
   Value(double d) : v_(d) {}                         // NOLINT(google-explicit-constructor)
-  Value(const char* s) : v_(std::string(s)) {}       // NOLINT(google-explicit-constructor)
-  Value(std::string s) : v_(std::move(s)) {}         // NOLINT(google-explicit-constructor)
-  Value(std::string_view s) : v_(std::string(s)) {}  // NOLINT(google-explicit-constructor)
+  Value(const char* s) : v_(String(s)) {}                   // NOLINT(google-explicit-constructor)
+  Value(const std::string& s) : v_(String(s.data(), s.size())) {}  // NOLINT
+  Value(std::string_view s) : v_(String(s.data(), s.size())) {}    // NOLINT
   Value(Array a) : v_(std::move(a)) {}               // NOLINT(google-explicit-constructor)
   Value(Object o) : v_(std::move(o)) {}              // NOLINT(google-explicit-constructor)
 
   // {"a": 1, "b": "x"} as MakeObject({{"a", 1}, {"b", "x"}}).
   static Value MakeObject(std::initializer_list<Member> members) { return Value(Object(members)); }
 
+  static constexpr size_t kMaxJsonBytes = size_t{64} << 20;
+  static constexpr int kMaxDepth = 512;
+
   // Parses one JSON document (RFC 8259; trailing whitespace allowed, nothing else after it).
-  // Errors are kInvalidArgument with the parser's reason.
+  // Errors are kInvalidArgument with the parser's reason (malformed, invalid UTF-8, too deep,
+  // too large).
   static Result<Value> Parse(std::string_view json);
+  // The same, into this value, reusing its memory. On error this value is null.
+  Status AssignJson(std::string_view json);
+  // Makes this the string `s`, reusing this string's buffer if this is a string.
+  void AssignString(std::string_view s);
+
+  // Rewrites an object member by member, in order, reusing the member that already sits at each
+  // position (its name's and its value's memory). Members past the last one added are dropped
+  // when the writer is destroyed.
+  //   { Value::ObjectWriter w(v); w.Add("id") = 7; w.Add("name").AssignString(name); }
+  class ObjectWriter {
+   public:
+    // Makes `target` an object (keeping its members for reuse if it is one).
+    explicit ObjectWriter(Value& target);
+    ~ObjectWriter();
+    ObjectWriter(const ObjectWriter&) = delete;
+    ObjectWriter& operator=(const ObjectWriter&) = delete;
+    // The value of the next member, named `name`: the reused slot's old value until written.
+    Value& Add(std::string_view name);
+
+   private:
+    Object* members_;
+    size_t used_ = 0;
+  };
+  // The same for the items of an array.
+  class ArrayWriter {
+   public:
+    explicit ArrayWriter(Value& target);
+    ~ArrayWriter();
+    ArrayWriter(const ArrayWriter&) = delete;
+    ArrayWriter& operator=(const ArrayWriter&) = delete;
+    Value& Add();
+
+   private:
+    Array* items_;
+    size_t used_ = 0;
+  };
 
   Type type() const { return static_cast<Type>(v_.index()); }
   std::string_view TypeName() const;
@@ -63,7 +140,7 @@ class Value {
   double as_double() const { return Get<double>(); }
   // An int or a double as a double.
   double as_number() const { return is_int() ? static_cast<double>(as_int()) : as_double(); }
-  const std::string& as_string() const { return Get<std::string>(); }
+  std::string_view as_string() const { return Get<String>(); }
   const Array& as_array() const { return Get<Array>(); }
   Array& as_array() { return Get<Array>(); }
   const Object& as_object() const { return Get<Object>(); }
@@ -105,7 +182,7 @@ class Value {
     return *p;
   }
 
-  std::variant<std::nullptr_t, bool, int64_t, double, std::string, Array, Object> v_{nullptr};
+  std::variant<std::nullptr_t, bool, int64_t, double, String, Array, Object> v_{nullptr};
 };
 
 // Appends `s` to `out` as a JSON string literal, with quotes and escapes.

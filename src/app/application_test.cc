@@ -78,7 +78,7 @@ TEST(Application, BadRecordsGoToTheDeadLetterTopicAndProcessingContinues) {
   std::vector<testing::TopicRecord> dead = ReadTopic(dir / "data", "app.dlq");
   ASSERT_EQ(dead.size(), 4u);
   std::vector<std::string> reasons;
-  for (const auto& d : dead) reasons.push_back(d.value.Find("reason")->as_string());
+  for (const auto& d : dead) reasons.emplace_back(d.value.Find("reason")->as_string());
   EXPECT_NE(reasons[0].find("malformed JSON"), std::string::npos);
   EXPECT_EQ(reasons[1], "timestamp field 'ts' is missing");
   EXPECT_NE(reasons[2].find("timestamp field 'ts' must be an integer"), std::string::npos);

@@ -81,7 +81,7 @@ inline void ReadJoined(const std::string& path, JoinRun& run) {
       run.errors.push_back("unexpected output line: " + line);
       continue;
     }
-    run.joined.push_back({key->as_string(), ts->as_int(), left->as_int(),
+    run.joined.push_back({std::string(key->as_string()), ts->as_int(), left->as_int(),
                           right_id ? std::optional<int64_t>(right_id->as_int()) : std::nullopt});
   }
 }
@@ -102,7 +102,7 @@ inline void ReadJoinLate(const std::string& data_dir, const std::string& topic, 
                            r.value.ToJson());
       continue;
     }
-    run.late.push_back({key->as_string(), r.timestamp, late_by->as_int(), id->as_int()});
+    run.late.push_back({std::string(key->as_string()), r.timestamp, late_by->as_int(), id->as_int()});
   }
 }
 

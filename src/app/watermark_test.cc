@@ -427,7 +427,7 @@ std::string JoinResult(const std::string& line) {
     return "not a join result: " + line;
   }
   const Value* right_id = right->is_object() ? right->Find("id") : nullptr;
-  return key->as_string() + " " + left->ToJson() + " " +
+  return std::string(key->as_string()) + " " + left->ToJson() + " " +
          (right_id != nullptr ? right_id->ToJson() : right->ToJson());
 }
 

@@ -247,7 +247,7 @@ void ParseResults(const std::string& path, std::map<std::string, std::vector<Mod
     r.end = *end;
     r.count = *count;
     r.sum = *sum;
-    out[key->as_string()].push_back(std::move(r));
+    out[std::string(key->as_string())].push_back(std::move(r));
   }
 }
 
@@ -268,7 +268,7 @@ void ParseLate(const std::string& data_dir, const std::string& topic, std::vecto
                        std::to_string(r.timestamp) + " value " + r.value.ToJson());
       continue;
     }
-    out.push_back({key->as_string(), r.timestamp, late_by->as_int(), id->as_int()});
+    out.push_back({std::string(key->as_string()), r.timestamp, late_by->as_int(), id->as_int()});
   }
 }
 

@@ -156,7 +156,7 @@ std::vector<PageStats> FinalStats(const std::string& path) {
     auto v = Value::Parse(line);
     if (!v.ok() || !v->Find("key") || !v->Find("value")) continue;
     const Value& value = *v->Find("value");
-    PageStats& s = by_page[v->Find("key")->as_string()];
+    PageStats& s = by_page[std::string(v->Find("key")->as_string())];
     s.page = v->Find("key")->as_string();
     s.events = value.Find("events")->as_int();
     s.revenue = value.Find("revenue")->as_number();
@@ -186,10 +186,10 @@ std::vector<Session> ReadSessions(const std::string& path) {
     auto v = Value::Parse(line);
     if (!v.ok() || !v->Find("value")) continue;
     const Value& value = *v->Find("value");
-    Session s{v->Find("key")->as_string(),        value.Find("start")->as_int(),
+    Session s{std::string(v->Find("key")->as_string()),       value.Find("start")->as_int(),
               value.Find("end")->as_int(),        value.Find("events")->as_int(),
               value.Find("revenue")->as_number(), {}};
-    for (const Value& page : value.Find("pages")->as_array()) s.pages.push_back(page.as_string());
+    for (const Value& page : value.Find("pages")->as_array()) s.pages.emplace_back(page.as_string());
     sessions.push_back(std::move(s));
   }
   return sessions;

@@ -72,7 +72,8 @@ Value OneTopRow(const Value& max, const Value& row) {
 
 // The rows of a window's TopRows result `top`.
 std::vector<Value> TopRowsOf(const Value& window) {
-  return Field(Field(window, "top"), "rows").as_array();
+  const Value::Array& rows = Field(Field(window, "top"), "rows").as_array();
+  return std::vector<Value>(rows.begin(), rows.end());
 }
 
 // Passthrough of the bids.
@@ -122,7 +123,7 @@ void AddQ3(Stream source, const QueryOptions& options) {
   Stream people = source.Filter(
       [](const Value& v) {
         if (!IsType(v, "person")) return false;
-        const std::string& s = v.Find("state")->as_string();
+        const std::string_view s = v.Find("state")->as_string();
         return s == "OR" || s == "ID" || s == "CA";
       },
       "q3-people");

@@ -53,7 +53,7 @@ Result<std::optional<Cursor>> ReadCursorFile(const std::string& path) {
     return corrupt("no offset (0 or more) in \"last\"");
   }
   if (parsed->as_object().size() != 3) return corrupt("members other than topic, partition, last");
-  return std::optional<Cursor>(Cursor{topic->as_string(),
+  return std::optional<Cursor>(Cursor{std::string(topic->as_string()),
                                       PartitionId(static_cast<int32_t>(partition->as_int())),
                                       Offset(last->as_int())});
 }

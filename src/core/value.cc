@@ -12,38 +12,42 @@ namespace weir {
 
 namespace {
 
-Value FromDom(simdjson::dom::element e) {
+void AssignDom(simdjson::dom::element e, Value& target) {
   switch (e.type()) {
     case simdjson::dom::element_type::NULL_VALUE:
-      return Value();
+      target = Value();
+      return;
     case simdjson::dom::element_type::BOOL:
-      return Value(bool(e.get_bool().value_unsafe()));
+      target = Value(bool(e.get_bool().value_unsafe()));
+      return;
     case simdjson::dom::element_type::INT64:
-      return Value(int64_t(e.get_int64().value_unsafe()));
+      target = Value(int64_t(e.get_int64().value_unsafe()));
+      return;
     case simdjson::dom::element_type::UINT64:
-      return Value(double(e.get_uint64().value_unsafe()));
+      target = Value(double(e.get_uint64().value_unsafe()));
+      return;
     case simdjson::dom::element_type::DOUBLE:
-      return Value(double(e.get_double().value_unsafe()));
+      target = Value(double(e.get_double().value_unsafe()));
+      return;
     case simdjson::dom::element_type::STRING:
-      return Value(std::string_view(e.get_string().value_unsafe()));
+      target.AssignString(std::string_view(e.get_string().value_unsafe()));
+      return;
     case simdjson::dom::element_type::ARRAY: {
-      simdjson::dom::array a = e.get_array().value_unsafe();
-      Value::Array out;
-      out.reserve(a.size());
-      for (simdjson::dom::element item : a) out.push_back(FromDom(item));
-      return Value(std::move(out));
+      simdjson::dom::array array = e.get_array().value_unsafe();
+      Value::ArrayWriter items(target);
+      for (simdjson::dom::element item : array) AssignDom(item, items.Add());
+      return;
     }
     case simdjson::dom::element_type::OBJECT: {
-      simdjson::dom::object o = e.get_object().value_unsafe();
-      Value::Object out;
-      out.reserve(o.size());
-      for (simdjson::dom::key_value_pair kv : o) {
-        out.emplace_back(std::string(kv.key), FromDom(kv.value));
+      simdjson::dom::object object = e.get_object().value_unsafe();
+      Value::ObjectWriter members(target);
+      for (simdjson::dom::key_value_pair kv : object) {
+        AssignDom(kv.value, members.Add(kv.key));
       }
-      return Value(std::move(out));
+      return;
     }
   }
-  return Value();
+  target = Value();
 }
 
 enum BinaryTag : uint8_t {
@@ -118,13 +122,71 @@ Result<Value> ReadBinaryAt(std::string_view& in, int depth) {
 }  // namespace
 
 Result<Value> Value::Parse(std::string_view json) {
-  thread_local simdjson::dom::parser parser;
+  Value value;
+  WEIR_RETURN_IF_ERROR(value.AssignJson(json));
+  return value;
+}
+
+Status Value::AssignJson(std::string_view json) {
+  // One parser per thread: its buffers grow to the largest document seen and are reused.
+  thread_local simdjson::dom::parser parser(kMaxJsonBytes);
+  thread_local bool limited = parser.allocate(4096, kMaxDepth) == simdjson::SUCCESS;
   simdjson::dom::element root;
-  auto error = parser.parse(json.data(), json.size()).get(root);
-  if (error)
+  auto error = limited ? parser.parse(json.data(), json.size()).get(root) : simdjson::MEMALLOC;
+  if (error) {
+    *this = Value();
+    if (json.size() > kMaxJsonBytes) {
+      return Status::InvalidArgument("JSON document of " + std::to_string(json.size()) +
+                                     " bytes is over the limit of " +
+                                     std::to_string(kMaxJsonBytes));
+    }
+    if (error == simdjson::DEPTH_ERROR) {
+      return Status::InvalidArgument("JSON nested deeper than the limit of " +
+                                     std::to_string(kMaxDepth) + " levels");
+    }
     return Status::InvalidArgument(std::string("malformed JSON: ") +
                                    simdjson::error_message(error));
-  return FromDom(root);
+  }
+  AssignDom(root, *this);
+  return Status::OK();
+}
+
+void Value::AssignString(std::string_view s) {
+  if (String* current = std::get_if<String>(&v_)) {
+    current->assign(s.data(), s.size());
+  } else {
+    v_ = String(s.data(), s.size());
+  }
+}
+
+Value::ObjectWriter::ObjectWriter(Value& target) {
+  if (!target.is_object()) target.v_ = Object();
+  members_ = &std::get<Object>(target.v_);
+}
+
+Value::ObjectWriter::~ObjectWriter() {
+  members_->erase(members_->begin() + static_cast<ptrdiff_t>(used_), members_->end());
+}
+
+Value& Value::ObjectWriter::Add(std::string_view name) {
+  if (used_ == members_->size()) members_->emplace_back(std::string(name), Value());
+  Member& member = (*members_)[used_++];
+  if (member.first != name) member.first.assign(name);
+  return member.second;
+}
+
+Value::ArrayWriter::ArrayWriter(Value& target) {
+  if (!target.is_array()) target.v_ = Array();
+  items_ = &std::get<Array>(target.v_);
+}
+
+Value::ArrayWriter::~ArrayWriter() {
+  items_->erase(items_->begin() + static_cast<ptrdiff_t>(used_), items_->end());
+}
+
+Value& Value::ArrayWriter::Add() {
+  if (used_ == items_->size()) items_->emplace_back();
+  return (*items_)[used_++];
 }
 
 std::string_view Value::TypeName() const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
 
 #include "log/log.h"
 
@@ -17,10 +18,18 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+constexpr size_t kUserNameBytes = 32;
+
+// "user-<id>", in `buffer`.
+std::string_view FormatUserName(int64_t id, char (&buffer)[kUserNameBytes]) {
+  std::memcpy(buffer, "user-", 5);
+  auto r = std::to_chars(buffer + 5, buffer + kUserNameBytes, id);
+  return std::string_view(buffer, r.ptr - buffer);
+}
+
 std::string UserName(int64_t id) {
-  char buf[32] = "user-";
-  auto r = std::to_chars(buf + 5, buf + sizeof buf, id);
-  return std::string(buf, r.ptr);
+  char buffer[kUserNameBytes];
+  return std::string(FormatUserName(id, buffer));
 }
 
 // Pages by popularity: the head of the list is visited most (weights fall off like Zipf's).
@@ -87,6 +96,12 @@ int64_t ClickstreamModel::EventsIn(PartitionId p) const {
 }
 
 Record ClickstreamModel::EventAt(PartitionId p, int64_t sequence) const {
+  Record record;
+  WriteEventAt(p, sequence, record);
+  return record;
+}
+
+void ClickstreamModel::WriteEventAt(PartitionId p, int64_t sequence, Record& into) const {
   const std::vector<int32_t>& users = users_by_partition_[p.value()];
   uint64_t state = Mix(options_.seed ^ (uint64_t(p.value()) << 48) ^ Mix(uint64_t(sequence)));
   auto draw = [&state] { return state = Mix(state); };
@@ -104,7 +119,9 @@ Record ClickstreamModel::EventAt(PartitionId p, int64_t sequence) const {
   int64_t n = static_cast<int64_t>(users.size());
   int64_t window_start = (period * window_step_) % n;
   const int64_t window = std::min(active_window_, n);
-  std::string user = UserName(users[(window_start + static_cast<int64_t>(draw() % window)) % n]);
+  char user_buffer[kUserNameBytes];
+  const std::string_view user = FormatUserName(
+      users[(window_start + static_cast<int64_t>(draw() % window)) % n], user_buffer);
 
   uint64_t action_draw = draw() % 100;
   std::string_view action = action_draw < 70   ? "view"
@@ -114,18 +131,19 @@ Record ClickstreamModel::EventAt(PartitionId p, int64_t sequence) const {
   uint64_t device_draw = draw() % 100;
   std::string_view device = device_draw < 55 ? "mobile" : device_draw < 95 ? "desktop" : "tablet";
 
-  Value::Object fields;
-  fields.reserve(7);
-  fields.emplace_back("user", Value(user));
-  fields.emplace_back("page", Value(PickPage(draw())));
-  fields.emplace_back("action", Value(action));
-  fields.emplace_back("device", Value(device));
-  fields.emplace_back("country", Value(kCountries[draw() % kCountries.size()]));
-  fields.emplace_back("ts", Value(ts));
+  Value::ObjectWriter fields(into.value);
+  fields.Add("user").AssignString(user);
+  fields.Add("page").AssignString(PickPage(draw()));
+  fields.Add("action").AssignString(action);
+  fields.Add("device").AssignString(device);
+  fields.Add("country").AssignString(kCountries[draw() % kCountries.size()]);
+  fields.Add("ts") = ts;
   if (action == "purchase") {
-    fields.emplace_back("amount", Value(static_cast<double>(500 + draw() % 29500) / 100.0));
+    fields.Add("amount") = static_cast<double>(500 + draw() % 29500) / 100.0;
   }
-  return Record{Key::String(user), Value(std::move(fields)), EventTime(ts), {}};
+  into.key = Key::String(user);
+  into.timestamp = EventTime(ts);
+  into.headers.clear();
 }
 
 }  // namespace weir::dataflow

@@ -34,6 +34,8 @@ class ClickstreamModel {
   int64_t EventsIn(PartitionId p) const;
   // The event at `sequence` of partition p. REQUIRES: sequence < EventsIn(p) when bounded.
   Record EventAt(PartitionId p, int64_t sequence) const;
+  // The same into `into`, reusing its memory (a RecordSlots slot).
+  void WriteEventAt(PartitionId p, int64_t sequence, Record& into) const;
 
  private:
   GeneratorOptions options_;

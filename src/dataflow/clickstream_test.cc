@@ -87,7 +87,7 @@ TEST(Clickstream, PurchasesHaveAmountsAndOthersDoNot) {
   std::set<std::string> actions;
   for (int64_t i = 0; i < 2000; ++i) {
     Record r = m.EventAt(PartitionId(0), i);
-    const std::string& action = r.value.Find("action")->as_string();
+    const std::string action(r.value.Find("action")->as_string());
     actions.insert(action);
     EXPECT_EQ(r.value.Find("amount") != nullptr, action == "purchase");
     EXPECT_EQ(r.value.Find("ts")->as_int(), r.timestamp.value());

@@ -83,8 +83,8 @@ namespace {
 std::string StepTitle(const Value& step) {
   const Value* name = step.Find("name");
   const Value* kind = step.Find("kind");
-  return "'" + (name && name->is_string() ? name->as_string() : std::string("?")) + "' (" +
-         (kind && kind->is_string() ? kind->as_string() : std::string("?")) + ")";
+  return "'" + std::string(name && name->is_string() ? name->as_string() : "?") + "' (" +
+         std::string(kind && kind->is_string() ? kind->as_string() : "?") + ")";
 }
 
 std::string Shown(const Value* v) { return v == nullptr ? "(none)" : v->ToJson(); }

@@ -27,14 +27,22 @@ Result<Key> ExtractKey(const Value& value, const KeySpec& spec) {
 
 Result<Record> DecodeJsonRecord(std::string_view json, const RecordExtraction& extraction, Key key,
                                 EventTime timestamp) {
-  WEIR_ASSIGN_OR_RETURN(Value value, Value::Parse(json));
+  Record record{std::move(key), Value(), timestamp, {}};
+  WEIR_RETURN_IF_ERROR(DecodeJsonRecordInto(json, extraction, record));
+  return record;
+}
+
+Status DecodeJsonRecordInto(std::string_view json, const RecordExtraction& extraction,
+                            Record& record) {
+  WEIR_RETURN_IF_ERROR(record.value.AssignJson(json));
   if (!extraction.key.field.empty()) {
-    WEIR_ASSIGN_OR_RETURN(key, ExtractKey(value, extraction.key));
+    WEIR_ASSIGN_OR_RETURN(record.key, ExtractKey(record.value, extraction.key));
   }
   if (!extraction.timestamp_field.empty()) {
-    WEIR_ASSIGN_OR_RETURN(timestamp, ExtractTimestamp(value, extraction.timestamp_field));
+    WEIR_ASSIGN_OR_RETURN(record.timestamp,
+                          ExtractTimestamp(record.value, extraction.timestamp_field));
   }
-  return Record{std::move(key), std::move(value), timestamp, {}};
+  return Status::OK();
 }
 
 bool IsValidUtf8(std::string_view bytes) {

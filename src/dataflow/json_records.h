@@ -28,6 +28,10 @@ Result<Key> ExtractKey(const Value& value, const KeySpec& spec);
 // JSON, missing/mistyped field) for the dead-letter topic.
 Result<Record> DecodeJsonRecord(std::string_view json, const RecordExtraction& extraction, Key key,
                                 EventTime timestamp);
+// The same into `record`, reusing its value's memory (a RecordSlots slot): its key and timestamp
+// are kept unless the extraction names a field. On error the record holds no usable value.
+Status DecodeJsonRecordInto(std::string_view json, const RecordExtraction& extraction,
+                            Record& record);
 
 // The value of a dead-letter record:
 // {"reason": ..., "source": ..., "position": ..., "raw": "<bytes>"} (or "raw_base64" when the

@@ -7,6 +7,15 @@
 
 namespace weir::dataflow {
 
+Record& RecordSlots::Add() {
+  if (size_ == slots_.size()) slots_.emplace_back();
+  Record& slot = slots_[size_++];
+  slot.key = Key();
+  slot.timestamp = EventTime();
+  slot.headers.clear();
+  return slot;
+}
+
 RateLimiter::RateLimiter(double per_second)
     : per_second_(per_second), start_(std::chrono::steady_clock::now()) {}
 
@@ -50,13 +59,12 @@ class TopicSource : public Source {
     if (records->empty()) return ended ? PollResult::kEnd : PollResult::kIdle;
     for (const log::StoredRecord& stored : *records) {
       if (!repartition_.producers.empty() && TakeMark(stored, batch, ctx)) continue;
-      auto record = Decode(stored);
-      if (!record.ok()) {
-        ctx.RawDeadLetter(record.status().message(), PositionValue(stored.offset.value()),
-                          stored.value);
+      Status decoded = Decode(stored, batch.records.Add());
+      if (!decoded.ok()) {
+        batch.records.pop_back();
+        ctx.RawDeadLetter(decoded.message(), PositionValue(stored.offset.value()), stored.value);
         continue;
       }
-      batch.records.push_back(std::move(record).value());
       batch.positions.push_back(stored.offset.value());
     }
     return PollResult::kRecords;
@@ -73,7 +81,9 @@ class TopicSource : public Source {
       return Status::NotFound(Describe() + ": offset " + std::to_string(offset) +
                               " is no longer retained");
     }
-    return Decode(records->front());
+    Record record;
+    WEIR_RETURN_IF_ERROR(Decode(records->front(), record));
+    return record;
   }
 
   Status RestorePosition(std::string_view saved) override {
@@ -117,13 +127,14 @@ class TopicSource : public Source {
     return true;
   }
 
-  Result<Record> Decode(const log::StoredRecord& stored) {
-    WEIR_ASSIGN_OR_RETURN(Key key, stored.DecodeKey());
-    WEIR_ASSIGN_OR_RETURN(std::vector<Header> headers, stored.DecodeHeaders());
-    WEIR_ASSIGN_OR_RETURN(Record record, DecodeJsonRecord(stored.value, extraction_, std::move(key),
-                                                          stored.timestamp));
-    record.headers = std::move(headers);
-    return record;
+  // Into `record` (a slot: see RecordSlots).
+  Status Decode(const log::StoredRecord& stored, Record& record) {
+    WEIR_ASSIGN_OR_RETURN(record.key, stored.DecodeKey());
+    if (stored.header_count > 0) {
+      WEIR_ASSIGN_OR_RETURN(record.headers, stored.DecodeHeaders());
+    }
+    record.timestamp = stored.timestamp;
+    return DecodeJsonRecordInto(stored.value, extraction_, record);
   }
 
   TopicSourceOptions options_;

@@ -33,8 +33,35 @@ enum class PollResult {
   kEnd,      // a bounded source has ended
 };
 
+// The records of a batch in slots kept from batch to batch: clear() keeps them, and Add() hands
+// out the next one with the memory of the record it last held, so that a source writing values
+// in place (Value::AssignJson, Value::ObjectWriter) makes no heap allocation once the slots have
+// grown to its records' sizes. A step that keeps a record moves it out of its slot (the slot is
+// then empty and grows again).
+class RecordSlots {
+ public:
+  // The next slot: key null, timestamp 0, no headers; its value is the last record's, to be
+  // overwritten (in place, or by assignment).
+  Record& Add();
+  void push_back(Record record) { Add() = std::move(record); }
+  // Gives back the last slot Add() returned (a record that turned out malformed).
+  void pop_back() { --size_; }
+  void clear() { size_ = 0; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  Record& operator[](size_t i) { return slots_[i]; }
+  const Record& operator[](size_t i) const { return slots_[i]; }
+  Record& back() { return slots_[size_ - 1]; }
+  Record* begin() { return slots_.data(); }
+  Record* end() { return slots_.data() + size_; }
+
+ private:
+  std::vector<Record> slots_;
+  size_t size_ = 0;  // slots in use; those after them wait for reuse
+};
+
 struct SourceBatch {
-  std::vector<Record> records;
+  RecordSlots records;
   std::vector<int64_t> positions;  // per record: what PositionValue describes
   // Per record, only from sources that fill them (else: the position):
   // what Reread needs to read the record again (the file source: its first byte);

@@ -31,13 +31,17 @@ class NexmarkSource : public dataflow::CountingSource {
     size_t added = 0;
     // An event not yet due is not generated: its time alone is cheap to compute.
     for (; added < n && (!real_time_ || TimeAt(next_) <= now_ms); ++added, ++next_) {
-      batch.records.push_back(RecordAt(next_));
+      WriteRecordAt(next_, batch.records.Add());
       batch.positions.push_back(next_);
     }
     return added == 0 ? dataflow::PollResult::kIdle : dataflow::PollResult::kRecords;
   }
 
-  Result<Record> Reread(int64_t position, int64_t) override { return RecordAt(position); }
+  Result<Record> Reread(int64_t position, int64_t) override {
+    Record record;
+    WriteRecordAt(position, record);
+    return record;
+  }
 
   std::string Describe() const override {
     return "nexmark partition " + std::to_string(partition_.value());
@@ -55,12 +59,11 @@ class NexmarkSource : public dataflow::CountingSource {
     return model_->TimestampForNumber(model_->EventIdAt(EventNumber(position))).value();
   }
 
-  Record RecordAt(int64_t position) const {
+  // Into `into`, reusing its memory (a RecordSlots slot).
+  void WriteRecordAt(int64_t position, Record& into) const {
     Event event = model_->EventAt(EventNumber(position));
-    Record record;
-    record.timestamp = event.timestamp;
-    record.value = std::move(event).ToValue();
-    return record;
+    into.timestamp = event.timestamp;
+    into.value = std::move(event).ToValue();
   }
 
   std::shared_ptr<const NexmarkGenerator> model_;

@@ -63,7 +63,7 @@ Result<Greeting> ParseGreeting(std::string_view text) {
   if (*first > *next || *start < *first || *start > *next) {
     return Status::Corruption("has start outside first..next");
   }
-  return Greeting{.topic = topic->as_string(),
+  return Greeting{.topic = std::string(topic->as_string()),
                   .partition = *partition,
                   .first = *first,
                   .next = *next,

@@ -304,7 +304,7 @@ TEST(Collect, MergeInterleavesByEventTimeWithTheLeftInputFirstOnTies) {
 
 TEST(Reduce, TheFirstValueGoesThroughTheInitializerAndTheRestThroughTheReducer) {
   auto concat = agg::Reduce(
-      [](const Value& acc, const Value& v) { return Value(acc.as_string() + "," + v.ToJson()); },
+      [](const Value& acc, const Value& v) { return Value(std::string(acc.as_string()) + "," + v.ToJson()); },
       [](const Value& v) { return Value("<" + v.ToJson()); });
   EXPECT_EQ(ResultOf(*concat, {{3, Value(1)}, {1, Value(2)}, {2, Value()}, {2, Value("x")}}),
             Value("<1,2,\"x\""));
@@ -449,14 +449,14 @@ const Value* Taken(const Event& e, const std::string& field) {
 }
 
 // The taken values, stably sorted by event time: ties stay in arrival order.
-std::vector<Value> InEventTimeOrder(const std::vector<Event>& events, const std::string& field) {
+Value::Array InEventTimeOrder(const std::vector<Event>& events, const std::string& field) {
   std::vector<Event> taken;
   for (const Event& e : events) {
     if (const Value* v = Taken(e, field)) taken.push_back({e.time, *v});
   }
   std::stable_sort(taken.begin(), taken.end(),
                    [](const Event& a, const Event& b) { return a.time < b.time; });
-  std::vector<Value> values;
+  Value::Array values;
   for (Event& e : taken) values.push_back(std::move(e.value));
   return values;
 }
@@ -499,7 +499,7 @@ std::vector<std::pair<AggregatorPtr, Reference>> BuiltInsWithReferences() {
   };
   auto first = [](const std::string& field, bool last) {
     return [field, last](const std::vector<Event>& events) {
-      std::vector<Value> values = InEventTimeOrder(events, field);
+      Value::Array values = InEventTimeOrder(events, field);
       if (values.empty()) return Value();
       return last ? values.back() : values.front();
     };

@@ -70,7 +70,7 @@ Outputs Collect(const TempDir& dir) {
   o.topic = ReadTopic(dir / "data", "crash.counts");
   for (const std::string& line : ReadLines(dir / "counts.jsonl")) o.file_lines.insert(line);
   for (const auto& d : ReadTopic(dir / "data", "crash-count.dlq")) {
-    o.dead_letter_reasons.push_back(d.value.Find("reason")->as_string() + " @ line " +
+    o.dead_letter_reasons.push_back(std::string(d.value.Find("reason")->as_string()) + " @ line " +
                                     d.value.FindPath("position.line")->ToJson());
   }
   return o;

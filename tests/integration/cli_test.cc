@@ -90,7 +90,7 @@ TEST_F(Cli, ProducedLinesComeBackExactlyOnTheirKafkaPartitions) {
   for (const std::string& line : lines) {
     auto v = Value::Parse(line);
     ASSERT_TRUE(v.ok()) << line;
-    std::string key = v->Find("key")->as_string();
+    std::string key(v->Find("key")->as_string());
     EXPECT_EQ(v->Find("partition")->as_int(), log::KafkaPartition(key, 3).value());
     size_t at = line.find("\"value\":");
     got.insert(line.substr(at + 8, line.size() - at - 9));  // the stored bytes, verbatim
@@ -189,7 +189,7 @@ TEST_F(Cli, CtrlCStopsARunAfterAFinalCheckpointAndTheNextRunResumes) {
   for (const std::string& line : Lines(Weir({"consume", "counts", "--data-dir", data()}).out)) {
     auto v = Value::Parse(line);
     ASSERT_TRUE(v.ok());
-    int64_t& n = last[v->Find("key")->as_string()];
+    int64_t& n = last[std::string(v->Find("key")->as_string())];
     ASSERT_EQ(v->FindPath("value.n")->as_int(), n + 1) << line;
     n = v->FindPath("value.n")->as_int();
   }

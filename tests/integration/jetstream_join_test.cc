@@ -56,7 +56,7 @@ class JetStreamJoin : public ::testing::Test {
   std::map<std::string, int> Emitted() {
     std::map<std::string, int> seen;
     for (const auto& r : ReadTopic(dir_ / "data", "fused")) {
-      ++seen[r.value.Find("trace_id")->as_string()];
+      ++seen[std::string(r.value.Find("trace_id")->as_string())];
     }
     return seen;
   }

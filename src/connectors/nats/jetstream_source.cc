@@ -328,14 +328,16 @@ class JetStreamSource : public dataflow::Source {
       delivery.fate = Fate::kTermAtCheckpoint;
       return;
     }
-    auto record = dataflow::DecodeJsonRecord(raw, extraction_, Key(), stored_at);
-    if (!record.ok()) {
-      ctx.RawDeadLetter(record.status().message(), PositionValue(position), raw);
+    Record& record = batch.records.Add();
+    record.timestamp = stored_at;
+    Status decoded = dataflow::DecodeJsonRecordInto(raw, extraction_, record);
+    if (!decoded.ok()) {
+      batch.records.pop_back();
+      ctx.RawDeadLetter(decoded.message(), PositionValue(position), raw);
       delivery.fate = Fate::kAckAtCheckpoint;
       return;
     }
     ++unresolved_;
-    batch.records.push_back(std::move(record).value());
     batch.positions.push_back(position);
     batch.identities.push_back(sequence);
   }

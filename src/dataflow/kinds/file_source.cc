@@ -61,12 +61,14 @@ class FileSource : public Source {
       int64_t line_number = ++line_number_;
       if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
       if (line.back() == '\r') line.remove_suffix(1);
-      auto record = DecodeJsonRecord(line, extraction_, Key(), EventTime(WallClockMs()));
-      if (!record.ok()) {
-        ctx.RawDeadLetter(record.status().message(), PositionValue(line_number), line);
+      Record& record = batch.records.Add();
+      record.timestamp = EventTime(WallClockMs());
+      Status decoded = DecodeJsonRecordInto(line, extraction_, record);
+      if (!decoded.ok()) {
+        batch.records.pop_back();
+        ctx.RawDeadLetter(decoded.message(), PositionValue(line_number), line);
         continue;
       }
-      batch.records.push_back(std::move(record).value());
       batch.positions.push_back(line_number);
       batch.reread_tokens.push_back(line_start);
     }

@@ -121,7 +121,7 @@ Result<std::shared_ptr<const StepDefinition>> ParseFilter(const StepYaml& yaml) 
         WEIR_ASSIGN_OR_RETURN(Value v, item.Literal());
         c.set.push_back(std::move(v));
       }
-      described.Set(name, Value(Value::Array(c.set)));
+      described.Set(name, Value(Value::Array(c.set.begin(), c.set.end())));
     } else if (op == CompareOp::kExists) {
       WEIR_ASSIGN_OR_RETURN(bool exists, operand->Bool());
       c.operand = Value(exists);

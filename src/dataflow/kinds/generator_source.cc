@@ -26,7 +26,7 @@ class GeneratorSource : public CountingSource {
     size_t n = limiter_.Allow(end_ >= 0 ? std::min<int64_t>(max, end_ - next_) : max);
     if (n == 0) return PollResult::kIdle;
     for (size_t i = 0; i < n; ++i, ++next_) {
-      batch.records.push_back(model_->EventAt(partition_, next_));
+      model_->WriteEventAt(partition_, next_, batch.records.Add());
       batch.positions.push_back(next_);
     }
     return PollResult::kRecords;
