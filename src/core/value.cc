@@ -50,6 +50,16 @@ void AssignDom(simdjson::dom::element e, Value& target) {
   target = Value();
 }
 
+// Member names are short and mostly differ in length or in their first bytes: compared inline
+// rather than through a call to memcmp.
+bool SameName(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 enum BinaryTag : uint8_t {
   kTagNull = 0,
   kTagFalse = 1,
@@ -171,7 +181,7 @@ Value::ObjectWriter::~ObjectWriter() {
 Value& Value::ObjectWriter::Add(std::string_view name) {
   if (used_ == members_->size()) members_->emplace_back(std::string(name), Value());
   Member& member = (*members_)[used_++];
-  if (member.first != name) member.first.assign(name);
+  if (!SameName(member.first, name)) member.first.assign(name);
   return member.second;
 }
 
@@ -218,7 +228,7 @@ const Value* Value::Find(std::string_view name) const {
   const Object* o = std::get_if<Object>(&v_);
   if (o == nullptr) return nullptr;
   for (const Member& m : *o) {
-    if (m.first == name) return &m.second;
+    if (SameName(m.first, name)) return &m.second;
   }
   return nullptr;
 }
