@@ -75,5 +75,67 @@ TEST(JsonRecords, Base64MatchesRfc4648Vectors) {
   EXPECT_EQ(Base64("foobar"), "Zm9vYmFy");
 }
 
+// Each way a document can be refused before its fields are read: a dead letter with the reason.
+void ExpectDecodeRefused(std::string_view json, std::string_view reason) {
+  Record slot{Key::Int(1), Value::MakeObject({{"held", "before"}}), EventTime(5), {}};
+  Status status = DecodeJsonRecordInto(json, UserAndTs(), slot);
+  ASSERT_FALSE(status.ok());
+  EXPECT_TRUE(status.IsBadInput()) << status.ToString();
+  EXPECT_NE(status.message().find(reason), std::string::npos) << status.message();
+}
+
+TEST(JsonRecords, TooDeepDocumentIsRefusedNamingTheLimit) {
+  const std::string deep =
+      R"({"user":"ann","ts":1,"n":)" + std::string(600, '[') + std::string(600, ']') + "}";
+  ExpectDecodeRefused(deep, "nested deeper than the limit of 512 levels");
+}
+
+TEST(JsonRecords, OversizeDocumentIsRefusedNamingTheLimit) {
+  // The real limit (64 MiB): refused on its length, before the parser copies it.
+  std::string big = R"({"user":"ann","ts":1,"pad":")";
+  big.resize(Value::kMaxJsonBytes - 1, 'x');
+  big += "\"}";
+  ASSERT_EQ(big.size(), Value::kMaxJsonBytes + 1);
+  ExpectDecodeRefused(big, "over the limit of 67108864");
+}
+
+TEST(JsonRecords, InvalidUtf8IsRefusedWithTheReason) {
+  ExpectDecodeRefused("{\"user\":\"\xff\",\"ts\":1}", "not valid UTF-8");
+  ExpectDecodeRefused("{\"user\":\"ann\",\"ts\":1,\"k\xed\xa0\x80\":0}", "not valid UTF-8");
+}
+
+TEST(JsonRecords, MalformedJsonIntoASlotIsRefusedWithTheParserReason) {
+  for (std::string_view json : {R"({"user":"ann","ts":)", R"({"user":"ann","ts":1}x)",
+                                R"({"user":"ann" "ts":1})", R"({"user":"\ud800","ts":1})", ""}) {
+    SCOPED_TRACE(json);
+    ExpectDecodeRefused(json, "malformed JSON");
+  }
+}
+
+TEST(JsonRecords, GoodRecordIntoASlotThatHeldAFailedOneIsDecodedWhole) {
+  const std::string good = R"({"user":"bob","ts":1700000000123,"tags":["a","b"],"n":2.5})";
+  const std::string_view failures[] = {
+      R"({"user":"ann","ts":1,"tags":["x","y","z"],"extra":{"deep":[1,2,3]},"n":)",  // malformed
+      "{\"user\":\"\xff\",\"ts\":1}",                                                // UTF-8
+      R"({"user":"ann","ts":"yesterday","tags":[1,2,3,4,5],"n":{"o":1}})",           // bad field
+      R"({"ts":1,"tags":[]})",                                                       // no key
+  };
+  auto expected = DecodeJsonRecord(good, UserAndTs(), Key(), EventTime(0));
+  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+  Record slot{Key::Int(9), Value(), EventTime(9), {}};
+  for (std::string_view failure : failures) {
+    SCOPED_TRACE(failure);
+    // A good record, then a failed one over it, then a good one again.
+    ASSERT_TRUE(
+        DecodeJsonRecordInto(R"({"user":"zed","ts":5,"other":[{"a":1}]})", UserAndTs(), slot).ok());
+    ASSERT_FALSE(DecodeJsonRecordInto(failure, UserAndTs(), slot).ok());
+    ASSERT_TRUE(DecodeJsonRecordInto(good, UserAndTs(), slot).ok());
+    EXPECT_EQ(slot, *expected);
+    EXPECT_EQ(slot.value.ToJson(), good);
+    EXPECT_EQ(slot.key, Key::String("bob"));
+    EXPECT_EQ(slot.timestamp, EventTime(1700000000123));
+  }
+}
+
 }  // namespace
 }  // namespace weir::dataflow
