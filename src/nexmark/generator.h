@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 #include "weir/status.h"
@@ -128,16 +127,45 @@ struct Bid {
 
 enum class EventKind : uint8_t { kPerson = 0, kAuction = 1, kBid = 2 };
 
-struct Event {
+// One event of the stream: a person, an auction or a bid.
+// An Event holds a body of each kind and kind() says which one is the event, so an Event reused
+// for event after event (NexmarkGenerator::EventAt(n, out)) keeps every body's string memory
+// and, once they have grown to the stream's sizes, generates without heap allocation. The bodies
+// of the other kinds are leftovers, never read.
+class Event {
+ public:
   int64_t number = 0;    // n, the position in the stream
   int64_t event_id = 0;  // the reference's event id (n adjusted for out-of-order groups)
   EventTime timestamp;   // the event's dateTime
-  std::variant<Person, Auction, Bid> body;
 
-  EventKind kind() const { return static_cast<EventKind>(body.index()); }
-  const Person& person() const { return std::get<Person>(body); }
-  const Auction& auction() const { return std::get<Auction>(body); }
-  const Bid& bid() const { return std::get<Bid>(body); }
+  EventKind kind() const { return kind_; }
+  // The body. REQUIRES: kind() is that kind (checked).
+  const Person& person() const {
+    CheckKind(EventKind::kPerson);
+    return person_;
+  }
+  const Auction& auction() const {
+    CheckKind(EventKind::kAuction);
+    return auction_;
+  }
+  const Bid& bid() const {
+    CheckKind(EventKind::kBid);
+    return bid_;
+  }
+  // Makes this event of that kind and returns its body to be written, which still holds the
+  // last values (and memory) of that kind this Event had.
+  Person& MakePerson() {
+    kind_ = EventKind::kPerson;
+    return person_;
+  }
+  Auction& MakeAuction() {
+    kind_ = EventKind::kAuction;
+    return auction_;
+  }
+  Bid& MakeBid() {
+    kind_ = EventKind::kBid;
+    return bid_;
+  }
 
   // The reference's idealized size: what `extra` pads towards the configured average.
   int64_t ModelBytes() const;
@@ -148,8 +176,11 @@ struct Event {
   //    "expires","seller","category","extra"}
   //   {"type":"bid","auction","bidder","price","channel","url","dateTime","extra"}
   // Times are epoch milliseconds; prices are cents.
-  Value ToValue() const&;
-  Value ToValue() &&;  // moves the strings out
+  Value ToValue() const;
+  // The same object written into `into`, reusing the memory it holds (its members, their names
+  // and strings, whatever kind of event or value it held before): a Value rewritten event after
+  // event makes no heap allocation once it has grown.
+  void WriteValue(Value& into) const;
   void AppendJson(std::string& out) const;
   std::string_view TypeName() const;  // "person", "auction" or "bid"
 
@@ -164,12 +195,16 @@ struct Event {
   void ForEachField(FieldSink& sink) const;
 
  private:
-  // Calls sink(name, int64_t) or sink(name, std::string [const]&) for each field of `self`
-  // (const or not), in order.
-  template <typename Self, typename Sink>
-  static void VisitFields(Self& self, const Sink& sink);
-  template <typename Self>
-  static Value MakeValue(Self& self);
+  void CheckKind(EventKind kind) const { WEIR_CHECK(kind_ == kind, "wrong Nexmark event kind"); }
+  // Calls sink(name, int64_t) or sink(name, const std::string&) for each field, in order: the
+  // one list of the fields, which every form of the event follows.
+  template <typename Sink>
+  void VisitFields(const Sink& sink) const;
+
+  EventKind kind_ = EventKind::kPerson;
+  Person person_;
+  Auction auction_;
+  Bid bid_;
 };
 
 class NexmarkGenerator {
@@ -181,6 +216,9 @@ class NexmarkGenerator {
 
   // The event at position n >= 0 of the stream.
   Event EventAt(int64_t n) const;
+  // The same, written into `out`, whose strings keep their memory: generating into one Event
+  // again and again makes no heap allocation once its strings have grown.
+  void EventAt(int64_t n, Event& out) const;
 
   // Event time of the event with (adjusted) event number n (GeneratorConfig.timestampForEvent).
   EventTime TimestampForNumber(int64_t n) const;
@@ -199,17 +237,47 @@ class NexmarkGenerator {
   static int64_t LastBase0AuctionId(int64_t event_id);
 
  private:
-  Person NextPerson(int64_t event_id, JavaRandom& random) const;
-  Auction NextAuction(int64_t n, int64_t event_id, JavaRandom& random, int64_t timestamp) const;
-  Bid NextBid(int64_t event_id, JavaRandom& random) const;
+  void NextPerson(int64_t event_id, JavaRandom& random, Person& p) const;
+  void NextAuction(int64_t event_id, JavaRandom& random, int64_t timestamp, Auction& a) const;
+  void NextBid(int64_t event_id, JavaRandom& random, Bid& b) const;
   int64_t NextBase0PersonId(int64_t event_id, JavaRandom& random) const;
   int64_t NextBase0AuctionId(int64_t event_id, JavaRandom& random) const;
 
   NexmarkConfig config_;
   double inter_event_delay_us_;
   int64_t seed_mix_;
-  std::vector<std::string> hot_urls_;      // one per kHotChannels entry
-  std::vector<std::string> channel_urls_;  // one per channel number
+  bool simd_letters_;  // internal::CpuHasSimdLetters()
+  // A bid channel's url and name without their constant parts, in 32 bytes, so that the table
+  // of all channels (320 KB) stays in a core's L2 cache:
+  //   url = "https://www.nexmark.com/" + path + "item.htm?query=1" [+ "&channel_id=" + id]
+  //   name = "channel-" + number (a hot channel's is in kHotChannels)
+  // 16 bytes can be copied from path and from id (what follows them is overwritten).
+  struct alignas(32) ChannelParts {
+    char path[15];    // three segments of 3 or 4 characters, each followed by '/'
+    uint8_t sizes;    // path's size | number's size << 4
+    char id[11];      // Math.abs(Integer.reverse(number)): "-2147483648" for channel 1
+    uint8_t id_size;  // 0: no channel_id
+    char number[4];
+
+    size_t path_size() const { return sizes & 15; }
+    size_t number_size() const { return sizes >> 4; }
+  };
+  static void AssignUrl(const ChannelParts& parts, std::string& url);
+  // The kHotChannels entries, then one per channel number.
+  std::vector<ChannelParts> channels_;
 };
+
+namespace internal {
+// How `extra` is made from the generator's draws, exposed so that a test holds both ways to
+// Java's arithmetic. LettersOfDraws: the letters StringsGenerator.nextExactString makes of
+// kLetterBlockDraws nextInt() values, six a draw, into out[0, 6 * kLetterBlockDraws).
+// LettersOfState: the same for the kLetterBlockDraws * blocks draws that follow a JavaRandom
+// state. With AVX2 when `simd` (REQUIRES: CpuHasSimdLetters()), else portably; the two write
+// the same bytes.
+inline constexpr int kLetterBlockDraws = 8;
+bool CpuHasSimdLetters();
+void LettersOfDraws(const int32_t* draws, char* out, bool simd);
+void LettersOfState(uint64_t state, int blocks, char* out, bool simd);
+}  // namespace internal
 
 }  // namespace weir::nexmark

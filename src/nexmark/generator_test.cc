@@ -5,11 +5,32 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "nexmark/java_random.h"
+
+// Counts operator new calls, for the test that in-place generation allocates nothing. The tests
+// run on one thread.
+namespace {
+int64_t heap_allocations = 0;
+}  // namespace
+
+// GCC sees free() of what it takes for new's memory (it is malloc's) when it inlines these.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(size_t size) {
+  ++heap_allocations;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 namespace weir::nexmark {
 namespace {
@@ -25,6 +46,83 @@ TEST(JavaRandom, MatchesJavaUtilRandom) {
   EXPECT_EQ(JavaRandom(0).NextInt(), -1155484576);
   EXPECT_EQ(JavaRandom(42).NextInt(), -1170105035);
   EXPECT_DOUBLE_EQ(JavaRandom(0).NextDouble(), 0.730967787376657);
+}
+
+// Java's nextExactString arithmetic, one draw at a time.
+std::string JavaLetters(const std::vector<int32_t>& draws) {
+  std::string letters;
+  for (int32_t rnd : draws) {
+    for (int k = 0; k < 6; ++k) {
+      letters.push_back(static_cast<char>('a' + rnd % 26));
+      rnd /= 26;
+    }
+  }
+  return letters;
+}
+
+TEST(JavaRandom, JumpsAheadAsStepsDo) {
+  for (int64_t seed : {int64_t{0}, int64_t{1}, int64_t{-7}, int64_t{123456789012345}}) {
+    for (int count = 1; count <= JavaRandom::kJumpBlock; ++count) {
+      JavaRandom stepped(seed);
+      JavaRandom jumped(seed);
+      int32_t block[JavaRandom::kJumpBlock];
+      jumped.NextIntBlock(block, count);
+      for (int k = 0; k < count; ++k) EXPECT_EQ(block[k], stepped.NextInt()) << seed << " " << k;
+      JavaRandom ahead = stepped;  // the draws of the block past `count`, not consumed
+      for (int k = count; k < JavaRandom::kJumpBlock; ++k) EXPECT_EQ(block[k], ahead.NextInt());
+      EXPECT_EQ(jumped.NextInt(), stepped.NextInt()) << seed << " " << count;
+    }
+    JavaRandom stepped(seed);
+    JavaRandom skipped(seed);
+    for (int k = 0; k < 29; ++k) stepped.NextInt();
+    skipped.Skip(29);
+    EXPECT_EQ(skipped.NextInt(), stepped.NextInt());
+  }
+}
+
+// The letters of `extra` follow Java's signed arithmetic for every draw, both the portable way
+// and with SIMD (when this CPU has it), including the extremes of int32 and the boundaries of
+// the base-26 digits.
+TEST(NexmarkLetters, BothWaysFollowJavaArithmetic) {
+  std::vector<int32_t> draws = {INT32_MIN, INT32_MIN + 1, INT32_MAX, INT32_MAX - 1, 0, 1, -1};
+  for (int64_t power = 26; power <= INT32_MAX; power *= 26) {
+    for (int64_t v : {power - 1, power, power + 1}) {
+      draws.push_back(static_cast<int32_t>(std::min<int64_t>(v, INT32_MAX)));
+      draws.push_back(static_cast<int32_t>(-std::min<int64_t>(v, INT32_MAX)));
+    }
+  }
+  std::mt19937 random(14);
+  while (draws.size() < 400'000) draws.push_back(static_cast<int32_t>(random()));
+  draws.resize(draws.size() / internal::kLetterBlockDraws * internal::kLetterBlockDraws);
+  const std::string expected = JavaLetters(draws);
+  std::vector<bool> ways = {false};
+  if (internal::CpuHasSimdLetters()) ways.push_back(true);
+  for (bool simd : ways) {
+    std::string letters(expected.size(), '\0');
+    for (size_t i = 0; i < draws.size(); i += internal::kLetterBlockDraws) {
+      internal::LettersOfDraws(&draws[i], &letters[6 * i], simd);
+    }
+    EXPECT_EQ(letters, expected) << "simd " << simd;
+  }
+}
+
+TEST(NexmarkLetters, FromAStateAreThoseOfTheDrawsThatFollowIt) {
+  std::vector<bool> ways = {false};
+  if (internal::CpuHasSimdLetters()) ways.push_back(true);
+  for (int64_t seed = -3; seed < 3000; ++seed) {
+    JavaRandom random(seed * 7919);
+    random.NextInt();
+    const uint64_t state = random.state();
+    const int blocks = 1 + static_cast<int>(seed & 3);
+    std::vector<int32_t> draws;
+    for (int k = 0; k < blocks * internal::kLetterBlockDraws; ++k)
+      draws.push_back(random.NextInt());
+    for (bool simd : ways) {
+      std::string letters(draws.size() * 6, '\0');
+      internal::LettersOfState(state, blocks, letters.data(), simd);
+      ASSERT_EQ(letters, JavaLetters(draws)) << "seed " << seed << " simd " << simd;
+    }
+  }
 }
 
 TEST(NexmarkGenerator, MixIsOnePersonThreeAuctionsFortySixBidsPerFifty) {
@@ -188,6 +286,80 @@ TEST(NexmarkGenerator, TheStreamIsPinned) {
     }
   }
   EXPECT_EQ(hash, 6994744061497862240ull);
+}
+
+// One Event written over and over, as a source fills its slots, holds each event as a new one
+// would, whatever kinds it held before.
+TEST(NexmarkGenerator, AnEventWrittenInPlaceEqualsANewOne) {
+  NexmarkConfig shuffled;
+  shuffled.out_of_order_group_size = 100;
+  shuffled.seed = 3;
+  for (const NexmarkConfig& config : {NexmarkConfig{}, shuffled}) {
+    NexmarkGenerator generator(config);
+    Event reused;
+    for (int64_t n = 0; n < 5'000; ++n) {
+      generator.EventAt(n, reused);
+      const Event fresh = generator.EventAt(n);
+      ASSERT_EQ(reused.kind(), fresh.kind());
+      ASSERT_EQ(reused.number, fresh.number);
+      ASSERT_EQ(reused.event_id, fresh.event_id);
+      ASSERT_EQ(Json(reused), Json(fresh)) << n;
+      ASSERT_EQ(reused.ModelBytes(), fresh.ModelBytes());
+    }
+    // Backwards and jumping: nothing of the previous event leaks into the next.
+    for (int64_t n : {int64_t{4999}, int64_t{0}, int64_t{1'000'003}, int64_t{3}, int64_t{50}}) {
+      generator.EventAt(n, reused);
+      ASSERT_EQ(Json(reused), Json(generator.EventAt(n))) << n;
+    }
+  }
+}
+
+TEST(NexmarkGenerator, GeneratingInPlaceAllocatesNothingOnceTheStringsHaveGrown) {
+  NexmarkGenerator generator({});
+  int64_t before = heap_allocations;
+  const Event fresh = generator.EventAt(0);
+  ASSERT_GT(heap_allocations, before) << "the count sees a new event's strings";
+  Event event;
+  for (int64_t n = 0; n < 20'000; ++n) generator.EventAt(n, event);
+  before = heap_allocations;
+  for (int64_t n = 20'000; n < 220'000; ++n) generator.EventAt(n, event);
+  EXPECT_EQ(heap_allocations - before, 0);
+}
+
+TEST(NexmarkEvent, WriteValueIntoAReusedValueEqualsToValue) {
+  NexmarkGenerator generator({});
+  // A value of another type first, then an object with other and more members.
+  Value reused("not an object");
+  generator.EventAt(0).WriteValue(reused);
+  EXPECT_EQ(reused, generator.EventAt(0).ToValue());
+  reused = Value::MakeObject({{"a", 1},
+                              {"b", "x"},
+                              {"c", 2},
+                              {"d", 3},
+                              {"e", 4},
+                              {"f", 5},
+                              {"g", 6},
+                              {"h", 7},
+                              {"i", 8},
+                              {"j", 9},
+                              {"k", 10},
+                              {"l", 11}});
+  std::set<std::pair<EventKind, EventKind>> transitions;
+  EventKind previous = EventKind::kBid;
+  for (int64_t n = 1; n < 3'000; ++n) {
+    const Event e = generator.EventAt(n);
+    e.WriteValue(reused);
+    ASSERT_EQ(reused, e.ToValue()) << Json(e);
+    ASSERT_EQ(reused.ToJson(), Json(e));
+    transitions.insert({previous, e.kind()});
+    previous = e.kind();
+  }
+  // The value held each kind before being rewritten as each kind it follows in the stream.
+  EXPECT_TRUE(transitions.count({EventKind::kBid, EventKind::kPerson}));
+  EXPECT_TRUE(transitions.count({EventKind::kPerson, EventKind::kAuction}));
+  EXPECT_TRUE(transitions.count({EventKind::kAuction, EventKind::kAuction}));
+  EXPECT_TRUE(transitions.count({EventKind::kAuction, EventKind::kBid}));
+  EXPECT_TRUE(transitions.count({EventKind::kBid, EventKind::kBid}));
 }
 
 TEST(NexmarkGenerator, ADifferentSeedGivesADifferentStreamOfTheSameShape) {
