@@ -3,7 +3,8 @@
 // A Value is null, bool, int (int64), double, string, array or object. Objects keep their
 // members in insertion order (what was published is what is written back) and look members up
 // by a linear scan: records have few fields, and a scan of a small vector beats hashing.
-// JSON integers that fit int64 are ints; other numbers are doubles. NaN and infinities are
+// JSON integers that fit int64 are ints; other numbers are doubles (an integer beyond uint64, or
+// a number beyond a double's range, is refused: "number out of range"). NaN and infinities are
 // written as null, since JSON cannot carry them. Parsed JSON is limited to kMaxJsonBytes and to
 // kMaxDepth levels of nesting (the binary form's limit too, so whatever parses can be stored);
 // beyond them Parse refuses the document.

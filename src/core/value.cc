@@ -12,42 +12,49 @@ namespace weir {
 
 namespace {
 
-void AssignDom(simdjson::dom::element e, Value& target) {
+// Writes `e` into `target` in place. False if arrays and objects nest deeper than `levels_left`
+// (simdjson's own depth limit does not count an innermost empty container).
+bool AssignDom(simdjson::dom::element e, Value& target, int levels_left) {
   switch (e.type()) {
     case simdjson::dom::element_type::NULL_VALUE:
       target = Value();
-      return;
+      return true;
     case simdjson::dom::element_type::BOOL:
       target = Value(bool(e.get_bool().value_unsafe()));
-      return;
+      return true;
     case simdjson::dom::element_type::INT64:
       target = Value(int64_t(e.get_int64().value_unsafe()));
-      return;
+      return true;
     case simdjson::dom::element_type::UINT64:
       target = Value(double(e.get_uint64().value_unsafe()));
-      return;
+      return true;
     case simdjson::dom::element_type::DOUBLE:
       target = Value(double(e.get_double().value_unsafe()));
-      return;
+      return true;
     case simdjson::dom::element_type::STRING:
       target.AssignString(std::string_view(e.get_string().value_unsafe()));
-      return;
+      return true;
     case simdjson::dom::element_type::ARRAY: {
+      if (levels_left == 0) return false;
       simdjson::dom::array array = e.get_array().value_unsafe();
       Value::ArrayWriter items(target);
-      for (simdjson::dom::element item : array) AssignDom(item, items.Add());
-      return;
+      for (simdjson::dom::element item : array) {
+        if (!AssignDom(item, items.Add(), levels_left - 1)) return false;
+      }
+      return true;
     }
     case simdjson::dom::element_type::OBJECT: {
+      if (levels_left == 0) return false;
       simdjson::dom::object object = e.get_object().value_unsafe();
       Value::ObjectWriter members(target);
       for (simdjson::dom::key_value_pair kv : object) {
-        AssignDom(kv.value, members.Add(kv.key));
+        if (!AssignDom(kv.value, members.Add(kv.key), levels_left - 1)) return false;
       }
-      return;
+      return true;
     }
   }
   target = Value();
+  return true;
 }
 
 // Member names are short and mostly differ in length or in their first bytes: compared inline
@@ -72,6 +79,9 @@ enum BinaryTag : uint8_t {
 };
 
 constexpr int kMaxBinaryDepth = 512;
+// What a count read from stored bytes may reserve up front: a corrupt count must not reserve
+// gigabytes at each level; a real large array grows past it as it is read.
+constexpr uint64_t kMaxBinaryReserve = 1024;
 
 Result<Value> ReadBinaryAt(std::string_view& in, int depth) {
   if (in.empty()) return Status::Corruption("value: truncated");
@@ -104,7 +114,7 @@ Result<Value> ReadBinaryAt(std::string_view& in, int depth) {
       if (!coding::GetVarint64(in, n) || n > in.size())
         return Status::Corruption("value: bad array");
       Value::Array a;
-      a.reserve(n);
+      a.reserve(std::min<uint64_t>(n, kMaxBinaryReserve));
       for (uint64_t i = 0; i < n; ++i) {
         WEIR_ASSIGN_OR_RETURN(Value item, ReadBinaryAt(in, depth + 1));
         a.push_back(std::move(item));
@@ -115,7 +125,7 @@ Result<Value> ReadBinaryAt(std::string_view& in, int depth) {
       if (!coding::GetVarint64(in, n) || n > in.size())
         return Status::Corruption("value: bad object");
       Value::Object o;
-      o.reserve(n);
+      o.reserve(std::min<uint64_t>(n, kMaxBinaryReserve));
       for (uint64_t i = 0; i < n; ++i) {
         std::string_view name;
         if (!coding::GetLengthPrefixed(in, name)) return Status::Corruption("value: bad member");
@@ -137,10 +147,19 @@ Result<Value> Value::Parse(std::string_view json) {
   return value;
 }
 
+namespace {
+Status TooDeep() {
+  return Status::InvalidArgument("JSON nested deeper than the limit of " +
+                                 std::to_string(Value::kMaxDepth) + " levels");
+}
+}  // namespace
+
 Status Value::AssignJson(std::string_view json) {
   // One parser per thread: its buffers grow to the largest document seen and are reused.
   thread_local simdjson::dom::parser parser(kMaxJsonBytes);
-  thread_local bool limited = parser.allocate(4096, kMaxDepth) == simdjson::SUCCESS;
+  // simdjson's depth counts the document itself as a level: kMaxDepth levels of nesting with a
+  // value inside need one more.
+  thread_local bool limited = parser.allocate(4096, kMaxDepth + 1) == simdjson::SUCCESS;
   simdjson::dom::element root;
   auto error = limited ? parser.parse(json.data(), json.size()).get(root) : simdjson::MEMALLOC;
   if (error) {
@@ -150,14 +169,19 @@ Status Value::AssignJson(std::string_view json) {
                                      " bytes is over the limit of " +
                                      std::to_string(kMaxJsonBytes));
     }
-    if (error == simdjson::DEPTH_ERROR) {
-      return Status::InvalidArgument("JSON nested deeper than the limit of " +
-                                     std::to_string(kMaxDepth) + " levels");
+    if (error == simdjson::NUMBER_ERROR) {
+      return Status::InvalidArgument(
+          "malformed JSON: a number out of range (an integer beyond 64 bits or a number beyond a "
+          "double's range) or malformed");
     }
+    if (error == simdjson::DEPTH_ERROR) return TooDeep();
     return Status::InvalidArgument(std::string("malformed JSON: ") +
                                    simdjson::error_message(error));
   }
-  AssignDom(root, *this);
+  if (!AssignDom(root, *this, kMaxDepth)) {
+    *this = Value();
+    return TooDeep();
+  }
   return Status::OK();
 }
 
@@ -195,7 +219,7 @@ Value::ArrayWriter::~ArrayWriter() {
 }
 
 Value& Value::ArrayWriter::Add() {
-  if (used_ == items_->size()) items_->emplace_back();
+  if (used_ == items_->size()) items_->emplace_back(nullptr);
   return (*items_)[used_++];
 }
 

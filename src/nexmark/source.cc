@@ -59,14 +59,15 @@ class NexmarkSource : public dataflow::CountingSource {
     return model_->TimestampForNumber(model_->EventIdAt(EventNumber(position))).value();
   }
 
-  // Into `into`, reusing its memory (a RecordSlots slot).
-  void WriteRecordAt(int64_t position, Record& into) const {
-    Event event = model_->EventAt(EventNumber(position));
-    into.timestamp = event.timestamp;
-    into.value = std::move(event).ToValue();
+  // Into `into`, reusing its memory (a RecordSlots slot) and the event's (event_).
+  void WriteRecordAt(int64_t position, Record& into) {
+    model_->EventAt(EventNumber(position), event_);
+    into.timestamp = event_.timestamp;
+    event_.WriteValue(into.value);
   }
 
   std::shared_ptr<const NexmarkGenerator> model_;
+  Event event_;  // the last event made, whose strings' memory the next one reuses
   PartitionId partition_;
   int64_t stride_;
   int64_t end_;  // positions in this partition; -1: unbounded
