@@ -8,7 +8,7 @@
 #
 # Figures: from `weir bench nexmark` its machine line (pipeline_events_per_cpu_s, events_per_cpu_s,
 # ratio_to_duckdb, allocs_per_event); from the other benches their throughput line
-# ("N events/s per core", "N heap allocations per event"). A run that fails or is not verified
+# ("N events/s per core" or "N input messages/s per core", "N heap allocations per event"). A run that fails or is not verified
 # stops the script (exit 1).
 set -uo pipefail
 if [ $# -lt 4 ]; then
@@ -33,9 +33,10 @@ figures() {
       tr '=' ' '
     return 0
   fi
-  sed -nE 's/.* ([0-9.]+) events\/s per core.*/events_per_core \1/p;
-           s/.*[ ;] ?([0-9.]+) heap allocations per event.*/allocs_per_event \1/p' "$1" | sort -u
-  grep -q 'events/s per core' "$1"
+  sed -nE 's/.* ([0-9.]+) (events|input messages)\/s per core.*/events_per_core \1/p' "$1" | head -1
+  sed -nE 's/.* ([0-9.]+) heap allocations per (event|input message).*/allocs_per_event \1/p' "$1" |
+    head -1
+  grep -qE '(events|input messages)/s per core' "$1"
 }
 
 : >"$work/all"

@@ -46,6 +46,12 @@ Status Operator::TakeError() {
   return s;
 }
 
+void Operator::ForwardReplacingValue(Record& record, Value result) {
+  Value input = std::exchange(record.value, std::move(result));
+  Forward(std::move(record));
+  record.value = std::move(input);
+}
+
 void Operator::Forward(Record&& record) {
   if (children_.empty()) return;
   for (size_t i = 0; i + 1 < children_.size(); ++i) children_[i]->Process(Record(record));

@@ -37,6 +37,12 @@ class Operator {
 
  protected:
   void Forward(Record&& record);
+  // Forwards `record` with its value replaced by `result`, then gives it its input value back.
+  // The record is usually its source's slot (RecordSlots), handed down by reference: keeping
+  // the input's shape there lets the source's next in-place write reuse that memory instead of
+  // rebuilding the value field by field. What the steps after this one keep they have moved or
+  // copied out of `record` already.
+  void ForwardReplacingValue(Record& record, Value result);
   void Fail(Status status) {
     if (error_.ok()) error_ = std::move(status);
   }

@@ -30,8 +30,7 @@ class AggregateOperator : public Operator {
     Value::Object fields;
     fields.reserve(aggregations_.size());
     aggregations_.AppendResults(accs, fields);
-    r.value = Value(std::move(fields));
-    Forward(std::move(r));
+    ForwardReplacingValue(r, Value(std::move(fields)));
   }
 
   void Prefetch(const Record& upcoming, int stage) override {

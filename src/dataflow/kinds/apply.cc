@@ -26,7 +26,9 @@ class StatefulFunctionOperator : public Operator {
     } else {
       std::optional<Value> out = apply_(r.value, state);
       if (!out) return;
-      r.value = std::move(*out);
+      Status s = state_.TakeError();
+      if (!s.ok()) return Fail(std::move(s));
+      return ForwardReplacingValue(r, std::move(*out));
     }
     Status s = state_.TakeError();
     if (!s.ok()) return Fail(std::move(s));

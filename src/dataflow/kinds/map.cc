@@ -15,10 +15,7 @@ using MapFunction = std::function<Value(const Value&)>;
 class MapOperator : public Operator {
  public:
   explicit MapOperator(MapFunction fn) : fn_(std::move(fn)) {}
-  void Process(Record&& r) override {
-    r.value = fn_(r.value);
-    Forward(std::move(r));
-  }
+  void Process(Record&& r) override { ForwardReplacingValue(r, fn_(r.value)); }
 
  private:
   MapFunction fn_;
