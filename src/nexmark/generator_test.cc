@@ -28,6 +28,12 @@ void* operator new(size_t size) {
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
+// The nothrow form too (simdjson's parser uses it): every unaligned new and delete is then
+// malloc and free, which AddressSanitizer checks as a matched pair.
+void* operator new(size_t size, const std::nothrow_t&) noexcept {
+  ++heap_allocations;
+  return std::malloc(size == 0 ? 1 : size);
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
 #pragma GCC diagnostic pop
