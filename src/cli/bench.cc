@@ -12,7 +12,7 @@
 
 #include "cli/bench_support.h"
 #include "cli/commands.h"
-#include "cli/heap_counter.h"
+#include "core/heap_counter.h"
 #include "cli/local_log.h"
 #include "core/process_stats.h"
 #include "dataflow/clickstream.h"

@@ -13,7 +13,7 @@
 
 #include "cli/bench_support.h"
 #include "cli/commands.h"
-#include "cli/heap_counter.h"
+#include "core/heap_counter.h"
 #include "cli/nexmark_queries.h"
 #include "core/process_stats.h"
 #include "nexmark/canonical_row.h"

@@ -7,43 +7,11 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
-#include <cstdlib>
+#include <optional>
 #include <string>
 
+#include "core/heap_counter.h"
 #include "nexmark/generator.h"
-
-// Heap allocations, counted by hooks on glibc's malloc, calloc and realloc, as the weir binary's
-// (src/cli/heap_counter.cc): std::string's and the Value pool's alike. Single-threaded: a plain
-// counter. Without the hooks under a sanitizer, which owns malloc.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WEIR_BENCHMARK_COUNTS_HEAP 0
-#else
-#define WEIR_BENCHMARK_COUNTS_HEAP 1
-#endif
-namespace {
-int64_t allocations = 0;
-}  // namespace
-
-#if WEIR_BENCHMARK_COUNTS_HEAP
-extern "C" {
-void* __libc_malloc(size_t size);
-void* __libc_calloc(size_t count, size_t size);
-void* __libc_realloc(void* pointer, size_t size);
-
-void* malloc(size_t size) {
-  ++allocations;
-  return __libc_malloc(size);
-}
-void* calloc(size_t count, size_t size) {
-  ++allocations;
-  return __libc_calloc(count, size);
-}
-void* realloc(void* pointer, size_t size) {
-  ++allocations;
-  return __libc_realloc(pointer, size);
-}
-}
-#endif
 
 namespace weir::nexmark {
 namespace {
@@ -53,18 +21,21 @@ const NexmarkGenerator& Generator() {
   return generator;
 }
 
-// Counts the allocations from its construction, just before the timed loop.
+// Counts the allocations from its construction, just before the timed loop (the weir binary's
+// malloc hook, core/heap_counter.h: std::string's and the Value pool's alike; none under a
+// sanitizer, which owns malloc).
 class AllocationsPerEvent {
  public:
-  AllocationsPerEvent() : start_(allocations) {}
+  AllocationsPerEvent() : start_(HeapAllocations()) {}
   void Report(benchmark::State& state, int64_t events) const {
-    if (!WEIR_BENCHMARK_COUNTS_HEAP) return;
+    const std::optional<int64_t> now = HeapAllocations();
+    if (!start_ || !now) return;
     state.counters["allocs/event"] =
-        static_cast<double>(allocations - start_) / static_cast<double>(events);
+        static_cast<double>(*now - *start_) / static_cast<double>(events);
   }
 
  private:
-  int64_t start_;
+  std::optional<int64_t> start_;
 };
 
 void BM_EventAt(benchmark::State& state) {

@@ -1,7 +1,8 @@
 // How many heap allocations this process has made, for the benchmarks' allocations per event.
 //
-// The count comes from a hook around glibc's malloc, calloc and realloc linked into the `weir`
-// binary (heap_counter.cc): every allocation of the process, the C++ operator new (which calls
+// The count comes from a hook around glibc's malloc, calloc and realloc (heap_counter.cc, the
+// library weir::heap_counter) in the binaries that link it, the `weir` binary and the
+// generator benchmark: every allocation of the process, the C++ operator new (which calls
 // malloc) and the libraries' included, on every thread. Aligned allocations (posix_memalign,
 // aligned_alloc, aligned operator new) go straight to glibc and are not counted. A build with
 // AddressSanitizer or ThreadSanitizer leaves malloc to the sanitizer and counts nothing.
@@ -18,7 +19,7 @@
 #include <optional>
 #include <string>
 
-namespace weir::cli {
+namespace weir {
 
 // Allocations so far; nullopt when this build does not count (a sanitizer owns malloc).
 std::optional<int64_t> HeapAllocations();
@@ -38,4 +39,4 @@ class AllocationMeter {
   std::optional<int64_t> stop_;
 };
 
-}  // namespace weir::cli
+}  // namespace weir

@@ -1,4 +1,4 @@
-#include "cli/heap_counter.h"
+#include "core/heap_counter.h"
 
 #include <algorithm>
 #include <atomic>
@@ -17,7 +17,7 @@
 #define WEIR_COUNT_HEAP 1
 #endif
 
-namespace weir::cli {
+namespace weir {
 namespace {
 
 // One counter per thread, each on its own cache line. The first kOwnedSlots threads to allocate
@@ -65,7 +65,7 @@ std::string AllocationMeter::PerEvent(int64_t events) const {
   return buf;
 }
 
-}  // namespace weir::cli
+}  // namespace weir
 
 #if WEIR_COUNT_HEAP
 // glibc's own entry points, which its malloc, calloc and realloc are: the hooks below count and
@@ -76,15 +76,15 @@ void* __libc_calloc(size_t count, size_t size);
 void* __libc_realloc(void* pointer, size_t size);
 
 void* malloc(size_t size) {
-  weir::cli::CountOne();
+  weir::CountOne();
   return __libc_malloc(size);
 }
 void* calloc(size_t count, size_t size) {
-  weir::cli::CountOne();
+  weir::CountOne();
   return __libc_calloc(count, size);
 }
 void* realloc(void* pointer, size_t size) {
-  weir::cli::CountOne();
+  weir::CountOne();
   return __libc_realloc(pointer, size);
 }
 }

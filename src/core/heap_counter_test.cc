@@ -1,5 +1,5 @@
 // The hook around malloc counts what this process allocates, on every thread.
-#include "cli/heap_counter.h"
+#include "core/heap_counter.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-namespace weir::cli {
+namespace weir {
 namespace {
 
 TEST(HeapCounter, CountsEveryAllocationOnEveryThread) {
@@ -50,4 +50,4 @@ TEST(HeapCounter, NothingToDivideIsNotANumber) {
 }
 
 }  // namespace
-}  // namespace weir::cli
+}  // namespace weir
