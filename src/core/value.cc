@@ -203,7 +203,10 @@ Value::ObjectWriter::~ObjectWriter() {
 }
 
 Value& Value::ObjectWriter::Add(std::string_view name) {
-  if (used_ == members_->size()) members_->emplace_back(std::string(name), Value());
+  if (used_ == members_->size()) {
+    ++used_;
+    return members_->emplace_back(std::string(name), Value()).second;
+  }
   Member& member = (*members_)[used_++];
   if (!SameName(member.first, name)) member.first.assign(name);
   return member.second;
