@@ -33,6 +33,11 @@ class Aggregator {
   // Whether Merge is real. Session windows merge accumulators and refuse an aggregation that
   // cannot (a Reduce without a merger) when the application is defined.
   virtual bool mergeable() const { return true; }
+  // Whether Add, Merge or Result run code that may throw (a user's function: agg::Reduce, or
+  // an Aggregator of the user's own). The step then keeps a copy of a key's accumulators while
+  // a record is added, so that a call that throws changes nothing and only sends the record to
+  // the dead-letter topic (weir/stream.h). The built-ins say false.
+  virtual bool runs_user_code() const { return true; }
 };
 
 using AggregatorPtr = std::shared_ptr<const Aggregator>;

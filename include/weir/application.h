@@ -72,6 +72,9 @@ struct RunSummary {
   int64_t records_in = 0;
   int64_t records_out = 0;
   int64_t dead_letters = 0;
+  // Records a function given to a step failed on (it threw): dead-lettered, and counted in
+  // dead_letters too (weir/stream.h).
+  int64_t user_function_failures = 0;
   int64_t late = 0;          // events window and join steps found late
   int64_t join_evicted = 0;  // messages of join groups evicted (timeout, max_pending, end)
   int64_t redelivered = 0;   // records delivered again after a nak or a restart

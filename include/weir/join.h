@@ -1,6 +1,6 @@
 // Joins (DESIGN.md §7): nodes with several parent streams.
 //
-// Input-group assembly: `Stream::Join({{"camera", cam}, {"lidar", lidar}}, options)` assembles
+// Input-group assembly: `app.Join({{"camera", cam}, {"lidar", lidar}}, options)` assembles
 // one group per correlation id (trace mode) or per instant of event time (time mode) and emits
 // one record per ready group:
 //
@@ -44,7 +44,9 @@
 //   (Embedded inputs need no dedup: a crash rolls the outputs back with the held deliveries.)
 //
 // Interval join: `left.IntervalJoin(right, {.lower = 5s, .upper = 10s})` pairs each left event
-// with every right event of the same key with left.ts - lower <= right.ts <= left.ts + upper.
+// with every right event of the same key with left.ts - lower <= right.ts <= left.ts + upper
+// (both bounds are distances back and forward from the left time, >= 0). Flink's
+// `between(-5s, +10s)` is `IntervalJoinOptions::Between(-5s, 10s)`.
 // Output {"left": v, "right": v}, at max(left.ts, right.ts); with `left_outer`, a left event that
 // found no match is emitted with "right": null once no right event can still match it.
 //
@@ -92,6 +94,15 @@ struct JoinOptions {
 };
 
 struct IntervalJoinOptions {
+  // Flink's between(from, to): left.ts + from <= right.ts <= left.ts + to. The window must hold
+  // the left time (from <= 0 <= to); Run() refuses any other.
+  static IntervalJoinOptions Between(std::chrono::milliseconds from, std::chrono::milliseconds to) {
+    IntervalJoinOptions options;
+    options.lower = -from;
+    options.upper = to;
+    return options;
+  }
+
   std::string name;
   std::chrono::milliseconds lower{0};  // right.ts >= left.ts - lower
   std::chrono::milliseconds upper{0};  // right.ts <= left.ts + upper

@@ -2,11 +2,11 @@
 //
 //   weir::Application app({.name = "purchases", .data_dir = "./weir-data"});
 //   app.FromFile({.path = "events.jsonl", .key = {"user"}, .timestamp_field = "ts"})
-//       .Filter([](const weir::Value& v) { return v.Find("action")->as_string() == "buy"; })
+//       .Filter([](const weir::Value& v) { return v.GetString("action") == "buy"; })
 //       .GroupBy("page")
 //       .Aggregate({{"sales", weir::agg::Count()}, {"revenue", weir::agg::Sum("amount")}})
 //       .ToTopic("sales-by-page");
-//   weir::Status s = app.Run();
+//   weir::Result<weir::RunSummary> run = app.Run();
 //
 // A Stream is a cheap handle on a node of the application's graph; every method adds a step
 // after it and returns the new stream, so a stream can branch (two steps after one node). The
@@ -16,6 +16,15 @@
 // Functions given to steps run on a task's thread, one record at a time, and may be called
 // again for the same record after a crash (the engine replays from the last checkpoint), so
 // they must not have side effects outside the State they are given.
+//
+// When a function fails: a function that throws (a field read as the wrong type throws
+// weir::ValueTypeError, weir/value.h; or an exception of its own) fails only the record it was
+// called with. That record goes to the dead-letter topic with the step's name, the reason and
+// the record's value and input position; the State writes the call made are discarded (an
+// Apply, Update or Reduce changes nothing); the failure is counted (RunSummary::dead_letters
+// and ::user_function_failures); and the pipeline goes on with the next record. A restart does
+// not meet the record again. (Update changes the value in place: the dead letter holds the value
+// as the function left it.)
 #pragma once
 
 #include <chrono>
@@ -74,6 +83,14 @@ struct FileSourceOptions {
   double max_rate = 0;            // records/s; 0: as fast as possible
 };
 
+// Where a topic source starts reading a partition the application has no checkpoint for. Once a
+// checkpoint holds its position (the committed offset), a run resumes there, whatever `start`.
+enum class TopicStart {
+  kEarliest,  // the first record the topic keeps
+  kLatest,    // the end the partition has when the run starts: only records appended after
+  kOffset,    // TopicSourceOptions::start_offset (clamped to what the partition keeps)
+};
+
 struct TopicSourceOptions {
   std::string topic;
   KeySpec key;                    // empty field: keep the stored key
@@ -82,6 +99,8 @@ struct TopicSourceOptions {
   // Read up to the end the topic had when the run started, then finish (like a file);
   // otherwise follow it until stopped.
   bool bounded = false;
+  TopicStart start = TopicStart::kEarliest;
+  int64_t start_offset = 0;  // with TopicStart::kOffset: in every partition
   double max_rate = 0;
   // Idle close: once no record has come for this long (wall clock), the partition's watermark
   // moves forward with the wall clock, so windows closing by partition close without new input.
@@ -136,8 +155,11 @@ class Stream {
  public:
   // value -> new value.
   Stream Map(std::function<Value(const Value&)> fn, std::string name = "");
+  // The whole record (key, value, timestamp, headers) -> new value; key and timestamp stay.
+  Stream MapRecord(std::function<Value(const Record&)> fn, std::string name = "");
   // Keeps the records for which `pred` is true.
   Stream Filter(std::function<bool(const Value&)> pred, std::string name = "");
+  Stream FilterRecord(std::function<bool(const Record&)> pred, std::string name = "");
   // value -> zero or more values, each a record with the same key and timestamp.
   Stream FlatMap(std::function<std::vector<Value>(const Value&)> fn, std::string name = "");
   // A stateful transformation: the new value, or nullopt to drop the record. The State is the
@@ -146,9 +168,19 @@ class Stream {
   // Changes the value in place, with the key's state; the record goes on.
   Stream Update(std::function<void(Value&, State&)> fn, std::string name = "");
   // Re-keys every record by a field of its value, through a repartition topic, so that what
-  // follows sees all records of a key in one task. A field of the wrong type, or missing, sends
-  // the record to the dead-letter topic.
-  Stream GroupBy(std::string field, KeySerde type = KeySerde::kString, int32_t partitions = 0);
+  // follows sees all records of a key in one task. Without a type, the key has the field's own
+  // type: a string key for a string, an integer key for an integer, the JSON text (kJson) for
+  // any other value. With a type, a field of another type is refused. A missing or null field,
+  // or a refused one, sends the record to the dead-letter topic.
+  Stream GroupBy(std::string field, std::optional<KeySerde> type = std::nullopt,
+                 int32_t partitions = 0);
+  // Re-keys every record by a function of it (Kafka Streams' selectKey), through a repartition
+  // topic as GroupBy does.
+  Stream SelectKey(std::function<Key(const Record&)> fn, std::string name = "",
+                   int32_t partitions = 0);
+  // Gives every record a new event time. The watermark stays the input's (it is not moved back):
+  // a record moved behind it is late for the windows and joins after this step (window.h).
+  Stream WithTimestamp(std::function<EventTime(const Record&)> fn, std::string name = "");
   // A running aggregation per key: each record updates the key's aggregates and emits them,
   // {"<name>": <result>, ...}.
   Stream Aggregate(std::vector<std::pair<std::string, AggregatorPtr>> aggregations,
@@ -170,6 +202,10 @@ class Stream {
   void ToFile(std::string path);
   void ToStdout();
   void ToDiscard();
+  // Calls `fn` with every record that reaches it, on the task's thread. At least once: records
+  // after the last checkpoint are passed again after a crash. A callback that throws sends its
+  // record to the dead-letter topic, as a step's function does.
+  void ForEach(std::function<void(const Record&)> fn, std::string name = "");
 
  private:
   friend class Application;

@@ -18,11 +18,20 @@
 // reusing the memory it already holds (string buffers, member and item vectors). Sources fill
 // record slots that are reused from batch to batch (dataflow::SourceBatch) this way, so a stream
 // of records of one shape makes no heap allocation once the slots have grown to its sizes.
+//
+// Reading the wrong type: as_int() on a string (and every as_*() accessor on a value of another
+// type) throws ValueTypeError. In a function given to a step (Stream::Map, Filter, Apply, ...)
+// that sends the record to the dead-letter topic and the pipeline goes on (weir/stream.h). To
+// read a field that may be missing or of another type without an exception, use GetInt,
+// GetDouble, GetString and GetBool, which return nullopt instead.
 // Thread safety: a value type; const access from many threads is safe.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -57,6 +66,13 @@ struct PoolAllocator {
 };
 }  // namespace internal
 
+// What an accessor throws when a value holds another type than the one asked for:
+// "read as a string, but it holds an integer".
+class ValueTypeError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
 class Value {
  public:
   using String = std::basic_string<char, std::char_traits<char>, internal::PoolAllocator<char>>;
@@ -68,8 +84,19 @@ class Value {
   Value() = default;
   Value(std::nullptr_t) {}                           // NOLINT(google-explicit-constructor)
   Value(bool b) : v_(b) {}                           // NOLINT(google-explicit-constructor)
-  Value(int i) : v_(int64_t{i}) {}                   // NOLINT(google-explicit-constructor)
-  Value(int64_t i) : v_(i) {}                        // NOLINT(google-explicit-constructor)
+  // Every integer type (int, size_t, long long, uint32_t, ...): an int, or a double for an
+  // unsigned value beyond int64 (as JSON numbers beyond int64 parse).
+  template <std::integral I>
+    requires(!std::same_as<I, bool> && !std::same_as<I, char>)
+  Value(I i) {  // NOLINT(google-explicit-constructor)
+    if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(int64_t)) {
+      if (i > static_cast<I>(INT64_MAX)) {
+        v_ = static_cast<double>(i);
+        return;
+      }
+    }
+    v_ = static_cast<int64_t>(i);
+  }
   Value(double d) : v_(d) {}                         // NOLINT(google-explicit-constructor)
   Value(const char* s) : v_(String(s)) {}                   // NOLINT(google-explicit-constructor)
   Value(const std::string& s) : v_(String(s.data(), s.size())) {}  // NOLINT
@@ -135,12 +162,15 @@ class Value {
   bool is_array() const { return type() == Type::kArray; }
   bool is_object() const { return type() == Type::kObject; }
 
-  // Accessors: REQUIRES the matching type (checked).
+  // Accessors: ValueTypeError if the value holds another type. as_double() widens an int (the
+  // JSON number 1 is an int); nothing else converts.
   bool as_bool() const { return Get<bool>(); }
   int64_t as_int() const { return Get<int64_t>(); }
-  double as_double() const { return Get<double>(); }
-  // An int or a double as a double.
-  double as_number() const { return is_int() ? static_cast<double>(as_int()) : as_double(); }
+  double as_double() const {
+    if (const int64_t* i = std::get_if<int64_t>(&v_)) return static_cast<double>(*i);
+    return Get<double>();
+  }
+  double as_number() const { return as_double(); }
   std::string_view as_string() const { return Get<String>(); }
   const Array& as_array() const { return Get<Array>(); }
   Array& as_array() { return Get<Array>(); }
@@ -152,6 +182,13 @@ class Value {
   Value* Find(std::string_view name);
   // A member by dotted path ("user.address.city"); nullptr if any step is missing.
   const Value* FindPath(std::string_view dotted_path) const;
+  // The member at `dotted_path` if it has the type asked for (GetDouble: an int or a double);
+  // nullopt if this is not an object, the member is missing, or it holds another type.
+  //   double amount = v.GetDouble("amount").value_or(0);
+  std::optional<int64_t> GetInt(std::string_view dotted_path) const;
+  std::optional<double> GetDouble(std::string_view dotted_path) const;
+  std::optional<std::string_view> GetString(std::string_view dotted_path) const;
+  std::optional<bool> GetBool(std::string_view dotted_path) const;
   // Sets member `name` (replacing an existing one). REQUIRES: object or null (null becomes {}).
   Value& Set(std::string_view name, Value value);
 
@@ -167,20 +204,31 @@ class Value {
   friend bool operator==(const Value& a, const Value& b) { return a.v_ == b.v_; }
 
  private:
-  [[noreturn]] void WrongType() const;
+  // Throws ValueTypeError: read as `wanted`, but holds TypeName().
+  [[noreturn]] void WrongType(Type wanted) const;
   template <typename T>
   const T& Get() const {
     const T* p = std::get_if<T>(&v_);
     if (p == nullptr) [[unlikely]]
-      WrongType();
+      WrongType(TypeOf<T>());
     return *p;
   }
   template <typename T>
   T& Get() {
     T* p = std::get_if<T>(&v_);
     if (p == nullptr) [[unlikely]]
-      WrongType();
+      WrongType(TypeOf<T>());
     return *p;
+  }
+  template <typename T>
+  static constexpr Type TypeOf() {
+    if constexpr (std::is_same_v<T, bool>) return Type::kBool;
+    if constexpr (std::is_same_v<T, int64_t>) return Type::kInt;
+    if constexpr (std::is_same_v<T, double>) return Type::kDouble;
+    if constexpr (std::is_same_v<T, String>) return Type::kString;
+    if constexpr (std::is_same_v<T, Array>) return Type::kArray;
+    if constexpr (std::is_same_v<T, Object>) return Type::kObject;
+    return Type::kNull;
   }
 
   std::variant<std::nullptr_t, bool, int64_t, double, String, Array, Object> v_{nullptr};

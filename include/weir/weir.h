@@ -12,6 +12,7 @@
 #include "weir/record.h"
 #include "weir/status.h"
 #include "weir/stream.h"
+#include "weir/topic_consumer.h"
 #include "weir/types.h"
 #include "weir/value.h"
 #include "weir/window.h"

@@ -15,23 +15,10 @@ namespace {
 using testing::ReadLines;
 using testing::ReadTopic;
 using testing::TempDir;
+using testing::TestOptions;
+using testing::UserFile;
 using testing::WriteLines;
 
-ApplicationOptions Options(const TempDir& dir, std::string name = "app") {
-  ApplicationOptions o;
-  o.name = std::move(name);
-  o.data_dir = dir / "data";
-  o.checkpoint_interval = std::chrono::milliseconds(50);
-  return o;
-}
-
-FileSourceOptions UserFile(const std::string& path) {
-  FileSourceOptions f;
-  f.path = path;
-  f.key = {"user", KeySerde::kString};
-  f.timestamp_field = "ts";
-  return f;
-}
 
 std::string Event(const std::string& user, int64_t ts, const std::string& page, int amount) {
   return R"({"user":")" + user + R"(","ts":)" + std::to_string(ts) + R"(,"page":")" + page +
@@ -42,7 +29,7 @@ TEST(Application, FileToFileRunsStepsInOrderAndCompletes) {
   TempDir dir;
   WriteLines(dir / "in.jsonl",
              {Event("ann", 10, "/a", 5), Event("bob", 20, "/b", 7), Event("ann", 30, "/c", 1)});
-  Application app(Options(dir));
+  Application app(TestOptions(dir));
   app.FromFile(UserFile(dir / "in.jsonl"))
       .Filter([](const Value& v) { return v.Find("amount")->as_int() > 2; })
       .Map([](const Value& v) {
@@ -68,7 +55,7 @@ TEST(Application, BadRecordsGoToTheDeadLetterTopicAndProcessingContinues) {
                                    R"({"user":42,"ts":5})",          // key of the wrong type
                                    Event("cid", 6, "/b", 2),
                                });
-  Application app(Options(dir));
+  Application app(TestOptions(dir));
   app.FromFile(UserFile(dir / "in.jsonl")).ToFile(dir / "out.jsonl");
   auto summary = app.Run();
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
@@ -102,7 +89,7 @@ TEST(Application, GroupByRunningAggregatesMatchAModel) {
     model[page].second += amount;
   }
   WriteLines(dir / "in.jsonl", lines);
-  ApplicationOptions options = Options(dir);
+  ApplicationOptions options = TestOptions(dir);
   options.partitions = 3;
   Application app(options);
   app.FromFile(UserFile(dir / "in.jsonl"))
@@ -133,12 +120,12 @@ TEST(Application, RerunningACompletedPipelineWritesNothingNew) {
         .ToFile(dir / "out.jsonl");
   };
   {
-    Application app(Options(dir));
+    Application app(TestOptions(dir));
     build(app);
     ASSERT_TRUE(app.Run().ok());
   }
   std::vector<std::string> first = ReadLines(dir / "out.jsonl");
-  Application again(Options(dir));
+  Application again(TestOptions(dir));
   build(again);
   auto summary = again.Run();
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
@@ -168,7 +155,7 @@ void BuildGeneratorCount(Application& app, int64_t events, double max_rate) {
 
 TEST(Application, StopThenResumeGivesTheOutputOfAnUninterruptedRun) {
   TempDir dir;
-  ApplicationOptions interrupted = Options(dir, "gen");
+  ApplicationOptions interrupted = TestOptions(dir, "gen");
   {
     Application* running = nullptr;
     ApplicationOptions stop_early = interrupted;
@@ -193,7 +180,7 @@ TEST(Application, StopThenResumeGivesTheOutputOfAnUninterruptedRun) {
   }
   TempDir reference_dir;
   {
-    Application app(Options(reference_dir, "gen"));
+    Application app(TestOptions(reference_dir, "gen"));
     BuildGeneratorCount(app, 20000, 0);
     ASSERT_TRUE(app.Run().ok());
   }
@@ -213,11 +200,11 @@ TEST(Application, AChangedDefinitionIsRefusedWithTheWayOut) {
   TempDir dir;
   WriteLines(dir / "in.jsonl", {Event("ann", 1, "/a", 1)});
   {
-    Application app(Options(dir));
+    Application app(TestOptions(dir));
     app.FromFile(UserFile(dir / "in.jsonl")).ToFile(dir / "out.jsonl");
     ASSERT_TRUE(app.Run().ok());
   }
-  Application changed(Options(dir));
+  Application changed(TestOptions(dir));
   changed.FromFile(UserFile(dir / "in.jsonl")).GroupBy("page").ToFile(dir / "out.jsonl");
   auto summary = changed.Run();
   ASSERT_FALSE(summary.ok());
@@ -232,7 +219,7 @@ TEST(Application, ADataDirectoryInUseIsRefused) {
   auto held = app::DataDirLock::Acquire(dir / "data");
   ASSERT_TRUE(held.ok());
   WriteLines(dir / "in.jsonl", {Event("ann", 1, "/a", 1)});
-  Application app(Options(dir));
+  Application app(TestOptions(dir));
   app.FromFile(UserFile(dir / "in.jsonl")).ToFile(dir / "out.jsonl");
   auto summary = app.Run();
   ASSERT_FALSE(summary.ok());
@@ -241,7 +228,7 @@ TEST(Application, ADataDirectoryInUseIsRefused) {
 
 TEST(Application, AnUnknownSourceTopicIsNamed) {
   TempDir dir;
-  Application app(Options(dir));
+  Application app(TestOptions(dir));
   app.FromTopic({.topic = "nope"}).ToStdout();
   auto summary = app.Run();
   ASSERT_FALSE(summary.ok());
@@ -251,7 +238,7 @@ TEST(Application, AnUnknownSourceTopicIsNamed) {
 
 TEST(Application, AMissingInputFileIsNamed) {
   TempDir dir;
-  Application app(Options(dir));
+  Application app(TestOptions(dir));
   app.FromFile(UserFile(dir / "missing.jsonl")).ToStdout();
   auto summary = app.Run();
   ASSERT_FALSE(summary.ok());
@@ -263,7 +250,7 @@ TEST(Application, AValueAnAggregationCannotTakeIsADeadLetter) {
   WriteLines(dir / "in.jsonl",
              {R"({"user":"a","ts":1,"amount":3})", R"({"user":"a","ts":2,"amount":"three"})",
               R"({"user":"a","ts":3,"amount":4})"});
-  Application app(Options(dir));
+  Application app(TestOptions(dir));
   app.FromFile(UserFile(dir / "in.jsonl"))
       .Aggregate({{"total", agg::Sum("amount")}})
       .ToFile(dir / "out.jsonl");
@@ -282,29 +269,29 @@ TEST(Application, AValueAnAggregationCannotTakeIsADeadLetter) {
 
 TEST(Application, DefinitionErrorsAreReportedBeforeAnythingRuns) {
   TempDir dir;
-  Application no_sink(Options(dir));
+  Application no_sink(TestOptions(dir));
   no_sink.FromFile(UserFile(dir / "in.jsonl")).Map([](const Value& v) { return v; });
   auto s = no_sink.Run();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("has no sink after it"), std::string::npos);
 
-  Application bad_name(Options(dir, "no spaces"));
+  Application bad_name(TestOptions(dir, "no spaces"));
   bad_name.FromFile(UserFile(dir / "in.jsonl")).ToStdout();
   EXPECT_EQ(bad_name.Run().status().code(), StatusCode::kInvalidArgument);
 
-  Application no_key(Options(dir));
+  Application no_key(TestOptions(dir));
   no_key.FromFile({.path = dir / "in.jsonl"}).ToStdout();
   EXPECT_NE(no_key.Run().status().message().find("needs a key field"), std::string::npos);
 
   // One partition limit for every kind, from C++ as from YAML (weir/types.h kMaxPartitions).
-  Application too_wide(Options(dir));
+  Application too_wide(TestOptions(dir));
   too_wide.FromFile(UserFile(dir / "in.jsonl"))
       .GroupBy("page", KeySerde::kString, 10001)
       .ToStdout();
   EXPECT_NE(too_wide.Run().status().message().find(
                 "GroupBy partitions must be 0 to 10000 (0: the default), got 10001"),
             std::string::npos);
-  ApplicationOptions wide_default = Options(dir);
+  ApplicationOptions wide_default = TestOptions(dir);
   wide_default.partitions = -1;
   Application negative(wide_default);
   negative.FromFile(UserFile(dir / "in.jsonl")).ToStdout();

@@ -11,7 +11,8 @@
 //     timestamp: ts                 # integer milliseconds; optional
 //     dead_letter: purchases.dlq    # optional; default <name>.dlq
 //     rate: 1000                    # optional throttle, records/s
-//     # topic: clicks   (+ bounded: true)     generator: {partitions, events, users, ...}
+//     # topic: clicks   (+ bounded: true, start: earliest|latest|OFFSET for a first run)
+//     # generator: {partitions, events, users, ...}
 //     # nexmark: {partitions, events, events_per_second, first_event_ms, seed,
 //     #           out_of_order_group_size, real_time}   (the Nexmark benchmark's events)
 //     # jetstream: {url, stream, subject, durable, max_deliver, ack_wait_ms,
@@ -19,7 +20,8 @@
 //   steps:
 //     - filter: {field: action, eq: purchase}  # eq ne gt ge lt le in exists
 //     - select: [user, page, amount]
-//     - group_by: page                         # or {field, type, partitions}
+//     - group_by: page                         # or {field, type, partitions}; no type: the
+//                                              # field's own (string, integer, else JSON)
 //     - aggregate: {sales: count, revenue: {sum: amount}}   # count sum mean min max
 //   sink: {file: out.jsonl}         # or {topic: name, partitions: N}, {stdout: true}; or sinks:
 //

@@ -59,6 +59,7 @@ class Task : public dataflow::TaskContext {
   int64_t evicted() const { return evicted_; }
   int64_t dead_letters() const { return dead_letters_; }
   int64_t late() const { return late_; }
+  int64_t user_function_failures() const { return user_function_failures_; }
   int64_t expiry_visits() const { return expiry_visits_; }
   int64_t records_out() const;
 
@@ -67,12 +68,13 @@ class Task : public dataflow::TaskContext {
   dataflow::TopicWriter& TopicOutput(std::string_view topic) override;
   dataflow::LineWriter& FileOutput(std::string_view path) override;
   dataflow::LineWriter& StdoutOutput() override;
-  void CountDiscarded() override { ++records_discarded_; }
+  void CountDelivered() override { ++records_discarded_; }
   void DeadLetter(std::string_view reason, const Record& record) override;
   void DeadLetterHeld(std::string_view reason, const Record& record,
                       const Delivery& delivery) override;
   void RawDeadLetter(std::string_view reason, Value position, std::string_view raw) override;
   void CountLate() override { ++late_; }
+  void CountUserFunctionFailure() override { ++user_function_failures_; }
   void CountExpiryVisits(int64_t visits) override { expiry_visits_ += visits; }
   Watermark watermark() const override { return watermark_; }
   Delivery HoldCurrent() override;
@@ -188,7 +190,7 @@ class Task : public dataflow::TaskContext {
   std::vector<Redelivery> redeliveries_;
   std::map<std::string, std::unique_ptr<dataflow::TopicWriter>, std::less<>> topic_writers_;
   std::map<std::string, std::unique_ptr<dataflow::LineWriter>, std::less<>> line_writers_;
-  int64_t records_discarded_ = 0;  // by discard sinks, this run
+  int64_t records_discarded_ = 0;  // by discard and ForEach sinks, this run
   Watermark watermark_ = Watermark::Min();
   Watermark last_mark_ = Watermark::Min();  // the last watermark mark written
   // Idle close (TopicSourceOptions::idle_timeout): when input last came, the watermark then,
@@ -204,6 +206,7 @@ class Task : public dataflow::TaskContext {
   int64_t evicted_ = 0;
   int64_t dead_letters_ = 0;
   int64_t late_ = 0;
+  int64_t user_function_failures_ = 0;
   int64_t expiry_visits_ = 0;
   bool finished_ = false;
 };

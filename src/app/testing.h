@@ -10,9 +10,28 @@
 
 #include "log/log.h"
 #include "testing/temp_dir.h"
+#include "weir/application.h"
 #include "weir/value.h"
 
 namespace weir::testing {
+
+// An application in the scratch directory's "data", checkpointing every 50 ms.
+inline ApplicationOptions TestOptions(const TempDir& dir, std::string name = "app") {
+  ApplicationOptions o;
+  o.name = std::move(name);
+  o.data_dir = dir / "data";
+  o.checkpoint_interval = std::chrono::milliseconds(50);
+  return o;
+}
+
+// A file of events keyed by their string field "user", timed by their field "ts".
+inline FileSourceOptions UserFile(const std::string& path) {
+  FileSourceOptions f;
+  f.path = path;
+  f.key = {"user", KeySerde::kString};
+  f.timestamp_field = "ts";
+  return f;
+}
 
 inline void WriteLines(const std::string& path, const std::vector<std::string>& lines) {
   std::ofstream out(path, std::ios::trunc);

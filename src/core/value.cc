@@ -226,29 +226,36 @@ Value& Value::ArrayWriter::Add() {
   return (*items_)[used_++];
 }
 
-std::string_view Value::TypeName() const {
-  switch (type()) {
-    case Type::kNull:
+namespace {
+std::string_view NameOf(Value::Type type) {
+  switch (type) {
+    case Value::Type::kNull:
       return "null";
-    case Type::kBool:
+    case Value::Type::kBool:
       return "bool";
-    case Type::kInt:
+    case Value::Type::kInt:
       return "integer";
-    case Type::kDouble:
+    case Value::Type::kDouble:
       return "number";
-    case Type::kString:
+    case Value::Type::kString:
       return "string";
-    case Type::kArray:
+    case Value::Type::kArray:
       return "array";
-    case Type::kObject:
+    case Value::Type::kObject:
       return "object";
   }
   return "unknown";
 }
+}  // namespace
 
-void Value::WrongType() const {
-  internal::CheckFailed(__FILE__, __LINE__, "Value type",
-                        "Value accessed as the wrong type; it holds " + std::string(TypeName()));
+std::string_view Value::TypeName() const { return NameOf(type()); }
+
+void Value::WrongType(Type wanted) const {
+  constexpr size_t kShownBytes = 64;
+  std::string shown = ToJson();
+  if (shown.size() > kShownBytes) shown.replace(kShownBytes, std::string::npos, "...");
+  throw ValueTypeError("read as " + std::string(NameOf(wanted)) + ", but holds " +
+                       std::string(TypeName()) + " " + shown);
 }
 
 const Value* Value::Find(std::string_view name) const {
@@ -273,6 +280,30 @@ const Value* Value::FindPath(std::string_view path) const {
     path.remove_prefix(dot + 1);
   }
   return nullptr;
+}
+
+namespace {
+// The member at `path` read by `read` if `holds` says it has the type; nullopt otherwise.
+template <typename T>
+std::optional<T> TypedMember(const Value& v, std::string_view path, bool (Value::*holds)() const,
+                             T (Value::*read)() const) {
+  const Value* member = v.FindPath(path);
+  if (member == nullptr || !(member->*holds)()) return std::nullopt;
+  return (member->*read)();
+}
+}  // namespace
+
+std::optional<int64_t> Value::GetInt(std::string_view dotted_path) const {
+  return TypedMember(*this, dotted_path, &Value::is_int, &Value::as_int);
+}
+std::optional<double> Value::GetDouble(std::string_view dotted_path) const {
+  return TypedMember(*this, dotted_path, &Value::is_number, &Value::as_double);
+}
+std::optional<std::string_view> Value::GetString(std::string_view dotted_path) const {
+  return TypedMember(*this, dotted_path, &Value::is_string, &Value::as_string);
+}
+std::optional<bool> Value::GetBool(std::string_view dotted_path) const {
+  return TypedMember(*this, dotted_path, &Value::is_bool, &Value::as_bool);
 }
 
 Value& Value::Set(std::string_view name, Value value) {

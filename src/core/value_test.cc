@@ -126,5 +126,60 @@ TEST(Value, TruncatedBinaryIsCorruptionNotACrash) {
   }
 }
 
+TEST(Value, ReadingTheWrongTypeThrowsATypeErrorThatSaysWhatItHolds) {
+  Value v = *Value::Parse(R"({"amount":"12"})");
+  try {
+    (void)v.Find("amount")->as_int();
+    FAIL() << "no exception";
+  } catch (const ValueTypeError& e) {
+    EXPECT_STREQ(e.what(), R"(read as integer, but holds string "12")");
+  }
+  std::string long_string(100, 'x');
+  try {
+    (void)Value(long_string).as_bool();
+    FAIL() << "no exception";
+  } catch (const ValueTypeError& e) {
+    EXPECT_EQ(std::string(e.what()), "read as bool, but holds string \"" + std::string(63, 'x') + "...");
+  }
+  EXPECT_THROW((void)Value(1.5).as_int(), ValueTypeError);
+  EXPECT_THROW((void)Value().as_object(), ValueTypeError);
+}
+
+TEST(Value, AsDoubleWidensAnInteger) {
+  Value v = *Value::Parse(R"({"a":1,"b":2.5})");
+  EXPECT_EQ(v.Find("a")->as_double(), 1.0);
+  EXPECT_EQ(v.Find("b")->as_double(), 2.5);
+  EXPECT_EQ(v.Find("a")->as_number(), 1.0);
+}
+
+TEST(Value, GettersReturnNulloptForAMissingFieldOrAnotherType) {
+  Value v = *Value::Parse(R"({"n":3,"d":0.5,"s":"x","b":true,"o":{"in":7},"z":null})");
+  EXPECT_EQ(v.GetInt("n"), 3);
+  EXPECT_EQ(v.GetInt("d"), std::nullopt);
+  EXPECT_EQ(v.GetDouble("n"), 3.0);
+  EXPECT_EQ(v.GetDouble("d"), 0.5);
+  EXPECT_EQ(v.GetDouble("s"), std::nullopt);
+  EXPECT_EQ(v.GetString("s"), "x");
+  EXPECT_EQ(v.GetString("n"), std::nullopt);
+  EXPECT_EQ(v.GetBool("b"), true);
+  EXPECT_EQ(v.GetBool("z"), std::nullopt);
+  EXPECT_EQ(v.GetInt("o.in"), 7);
+  EXPECT_EQ(v.GetInt("missing"), std::nullopt);
+  EXPECT_EQ(Value(5).GetInt("n"), std::nullopt);  // not an object
+}
+
+TEST(Value, IsConstructibleFromEveryIntegerType) {
+  EXPECT_EQ(Value(size_t{7}), Value(int64_t{7}));
+  EXPECT_EQ(Value(7LL), Value(7));
+  EXPECT_EQ(Value(uint32_t{4'000'000'000}).as_int(), 4'000'000'000);
+  EXPECT_EQ(Value(int16_t{-3}).as_int(), -3);
+  EXPECT_EQ(Value(uint8_t{255}).as_int(), 255);
+  EXPECT_EQ(Value(uint64_t{INT64_MAX}).as_int(), INT64_MAX);
+  // Beyond int64, as JSON parses such a number: a double.
+  EXPECT_TRUE(Value(UINT64_MAX).is_double());
+  EXPECT_EQ(Value(UINT64_MAX), *Value::Parse("18446744073709551615"));
+  EXPECT_TRUE(Value(true).is_bool());
+}
+
 }  // namespace
 }  // namespace weir

@@ -7,8 +7,8 @@ namespace weir::dataflow {
 namespace {
 
 // The keys CommonSourceOptions reads, in the order they are checked.
-const std::vector<std::string> kCommonSourceOptions = {"key",  "timestamp", "dead_letter",
-                                                       "rate", "bounded",   "idle_timeout_ms"};
+const std::vector<std::string> kCommonSourceOptions = {
+    "key", "timestamp", "dead_letter", "rate", "bounded", "idle_timeout_ms", "start"};
 
 bool Contains(const std::vector<std::string>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -132,6 +132,19 @@ Result<CommonSourceOptions> SourceYaml::Common() const {
   }
   if (auto idle = source_.Get("idle_timeout_ms")) {
     WEIR_ASSIGN_OR_RETURN(common.idle_timeout, idle->Millis());
+  }
+  if (auto start = source_.Get("start")) {
+    Result<std::string> word = start->String();
+    if (word.ok() && *word == "earliest") {
+      common.start = TopicStart::kEarliest;
+    } else if (word.ok() && *word == "latest") {
+      common.start = TopicStart::kLatest;
+    } else {
+      Result<int64_t> offset = start->Int(0, INT64_MAX);
+      if (!offset.ok()) return start->Expected("earliest, latest or an offset (an integer >= 0)");
+      common.start = TopicStart::kOffset;
+      common.start_offset = *offset;
+    }
   }
   return common;
 }

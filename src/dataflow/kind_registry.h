@@ -43,6 +43,8 @@ struct CommonSourceOptions {
   double rate = 0;                            // rate: records/s
   bool bounded = false;                       // bounded: true
   std::chrono::milliseconds idle_timeout{0};  // idle_timeout_ms: N
+  TopicStart start = TopicStart::kEarliest;   // start: earliest | latest | OFFSET
+  int64_t start_offset = 0;
 };
 
 // Copies what every kind that makes records of JSON values takes alike (the key, the timestamp

@@ -32,11 +32,11 @@ namespace {
 
 class TopicSource : public Source {
  public:
-  TopicSource(TopicSourceOptions options, log::Partition& partition, Offset end,
+  TopicSource(TopicSourceOptions options, log::Partition& partition, Offset start, Offset end,
               const RepartitionReading* repartition)
       : options_(std::move(options)),
         partition_(partition),
-        reader_(partition, partition.FirstOffset()),
+        reader_(partition, start),
         bounded_end_(end),
         repartition_(repartition ? *repartition : RepartitionReading()),
         limiter_(options_.max_rate) {
@@ -158,7 +158,14 @@ Result<std::unique_ptr<Source>> OpenTopicSource(log::LogStore& log,
                                    std::to_string(partition.value()));
   }
   log::Partition& p = topic->partition(partition);
-  return std::unique_ptr<Source>(new TopicSource(options, p, p.NextOffset(), repartition));
+  const Offset end = p.NextOffset();
+  Offset start = p.FirstOffset();
+  if (options.start == TopicStart::kLatest) {
+    start = end;
+  } else if (options.start == TopicStart::kOffset) {
+    start = std::clamp(Offset(options.start_offset), start, end);
+  }
+  return std::unique_ptr<Source>(new TopicSource(options, p, start, end, repartition));
 }
 
 void DescribeRecordExtraction(Fingerprint& fingerprint, const KeySpec& key,

@@ -25,8 +25,9 @@ class TaskContext {
   virtual TopicWriter& TopicOutput(std::string_view topic) = 0;
   virtual LineWriter& FileOutput(std::string_view path) = 0;
   virtual LineWriter& StdoutOutput() = 0;
-  // Counts a result a discard sink dropped: it is out, as if written.
-  virtual void CountDiscarded() = 0;
+  // Counts a result a sink delivered without an output buffer (discard, ForEach): it is out, as
+  // if written.
+  virtual void CountDelivered() = 0;
   // Sends the record being processed to the dead-letter topic, with the reason and the input
   // position it came from, and counts it.
   virtual void DeadLetter(std::string_view reason, const Record& record) = 0;
@@ -36,6 +37,8 @@ class TaskContext {
   // Sends input that never became a record (a malformed line) to the dead-letter topic: the
   // reason, where it was (`position`, e.g. {"line": 12}) and its raw bytes.
   virtual void RawDeadLetter(std::string_view reason, Value position, std::string_view raw) = 0;
+  // Counts a record a user function failed on (user_function.h); it has been dead-lettered.
+  virtual void CountUserFunctionFailure() = 0;
   // Counts an event a window step found late (it has already gone where late events go).
   virtual void CountLate() = 0;
   // Counts what closing windows looked at (windows and index entries, closed ones included), so

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "dataflow/late_output.h"
+#include "dataflow/user_function.h"
 #include "state/key_encoding.h"
 #include "window/aggregations.h"
 #include "window/key_windows.h"
@@ -41,11 +42,13 @@ class WindowOperator : public Operator {
   WindowOperator(const WindowOptions& spec, TaskContext& ctx, std::string_view step_name)
       : spec_(spec),
         ctx_(ctx),
+        step_name_(step_name),
         store_(ctx.Store(step_name)),
         aggregations_(spec_.aggregations, spec_.single_unnamed),
         windows_(spec_.definition, aggregations_, !spec_.final, spec_.trigger),
         partition_mode_(spec_.closing == Closing::kPartition && !spec_.definition.is_count()),
-        late_(ctx, spec_.late_topic, spec_.late_file) {}
+        late_(ctx, spec_.late_topic, spec_.late_file),
+        runs_user_code_(aggregations_.runs_user_code() || spec_.trigger != nullptr) {}
 
   // Reads what the store holds: the partition's bounds and, closing by partition, the index.
   Status Restore() {
@@ -106,7 +109,18 @@ class WindowOperator : public Operator {
       bounds.Advance(spec_.definition, std::min(key.watermark(), watermark));
       key.set_bounds(bounds);
     }
-    windows_.Add(key, bounds, r.value, r.timestamp, outcome_);
+    if (runs_user_code_) {
+      // A reducer, merger or trigger that throws must leave the key's windows as they were.
+      undo_ = **stored;
+      if (!CallUserFunction(ctx_, step_name_, r, [&] {
+            windows_.Add(key, bounds, r.value, r.timestamp, outcome_);
+          })) {
+        **stored = std::move(undo_);
+        return;
+      }
+    } else {
+      windows_.Add(key, bounds, r.value, r.timestamp, outcome_);
+    }
     if (outcome_.late) return Late(std::move(r));
 
     for (const WindowValue& w : outcome_.current) Emit(r.key, w);
@@ -245,17 +259,21 @@ class WindowOperator : public Operator {
 
   void Late(Record&& r) {
     late_.Write(r, outcome_.reason, outcome_.late_by_ms);
-    if (spec_.on_late)
-      spec_.on_late(LateRecord{std::move(r), outcome_.reason, outcome_.late_by_ms});
+    if (!spec_.on_late) return;
+    const LateRecord late{std::move(r), outcome_.reason, outcome_.late_by_ms};
+    CallUserFunction(ctx_, step_name_, late.record, [&] { spec_.on_late(late); });
   }
 
   const WindowOptions& spec_;
   TaskContext& ctx_;
+  std::string step_name_;
   state::KeyValueStore& store_;
   window::Aggregations aggregations_;
   KeyWindows windows_;
   const bool partition_mode_;
   LateOutput late_;
+  const bool runs_user_code_;
+  Value undo_;  // the key's windows before a record is added, when user code runs
   Bounds partition_bounds_;
   Bounds saved_bounds_;
   std::set<IndexEntry> index_;

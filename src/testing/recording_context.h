@@ -25,7 +25,7 @@ class RecordingContext : public dataflow::TaskContext {
   dataflow::TopicWriter& TopicOutput(std::string_view) override { Unused("TopicOutput"); }
   dataflow::LineWriter& FileOutput(std::string_view) override { Unused("FileOutput"); }
   dataflow::LineWriter& StdoutOutput() override { Unused("StdoutOutput"); }
-  void CountDiscarded() override { Unused("CountDiscarded"); }
+  void CountDelivered() override { Unused("CountDelivered"); }
   void DeadLetter(std::string_view, const Record&) override { Unused("DeadLetter"); }
   void DeadLetterHeld(std::string_view, const Record&, const Delivery&) override {
     Unused("DeadLetterHeld");
@@ -34,6 +34,7 @@ class RecordingContext : public dataflow::TaskContext {
     raw_letters.push_back({std::string(reason), std::move(position), std::string(raw)});
   }
   void CountLate() override { Unused("CountLate"); }
+  void CountUserFunctionFailure() override { Unused("CountUserFunctionFailure"); }
   void CountExpiryVisits(int64_t) override { Unused("CountExpiryVisits"); }
   Watermark watermark() const override { return Watermark::Min(); }
   Delivery HoldCurrent() override { Unused("HoldCurrent"); }

@@ -13,6 +13,13 @@ bool Aggregations::mergeable() const {
   return true;
 }
 
+bool Aggregations::runs_user_code() const {
+  for (const auto& [name, agg] : named_) {
+    if (agg->runs_user_code()) return true;
+  }
+  return false;
+}
+
 std::string Aggregations::Describe() const {
   std::string d;
   for (const auto& [name, agg] : named_) {

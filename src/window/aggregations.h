@@ -21,6 +21,8 @@ class Aggregations {
   size_t size() const { return named_.size(); }
   bool empty() const { return named_.empty(); }
   bool mergeable() const;
+  // Whether any aggregator runs user code (Aggregator::runs_user_code).
+  bool runs_user_code() const;
   // "count=count sum=sum(amount)": the definition fingerprint.
   std::string Describe() const;
 

@@ -35,6 +35,7 @@ std::string DescribeKind(const std::string& kind, const std::string& field) {
 // Aggregators over one numeric field: null and missing fields are skipped, as SQL does.
 class FieldAggregator : public Aggregator {
  public:
+  bool runs_user_code() const override { return false; }
   FieldAggregator(std::string kind, std::string field)
       : kind_(std::move(kind)), field_(std::move(field)) {}
   std::string Describe() const override { return DescribeKind(kind_, field_); }
@@ -93,6 +94,7 @@ bool IsComparableNumber(const Value& v) {
 
 class CountAggregator : public Aggregator {
  public:
+  bool runs_user_code() const override { return false; }
   std::string Describe() const override { return "count"; }
   Value Initial() const override { return Value(0); }
   Status Accepts(const Value&) const override { return Status::OK(); }
@@ -188,6 +190,7 @@ int64_t StoredTime(const Value& t) { return t.is_int() ? t.as_int() : EventTime:
 // First and last by event time. The accumulator is [t, value] of the event taken so far.
 class FirstLastAggregator : public Aggregator {
  public:
+  bool runs_user_code() const override { return false; }
   FirstLastAggregator(std::string field, bool is_last)
       : field_(std::move(field)), is_last_(is_last) {}
   std::string Describe() const override {
@@ -235,6 +238,7 @@ class FirstLastAggregator : public Aggregator {
 // time order append at the end.
 class CollectAggregator : public Aggregator {
  public:
+  bool runs_user_code() const override { return false; }
   explicit CollectAggregator(std::string field) : field_(std::move(field)) {}
   std::string Describe() const override { return DescribeKind("collect", field_); }
   Value Initial() const override { return Value(Value::Array()); }

@@ -7,6 +7,7 @@
 #include "dataflow/kind_registry.h"
 #include "dataflow/kinds/aggregations_yaml.h"
 #include "dataflow/operators.h"
+#include "dataflow/user_function.h"
 #include "state/key_encoding.h"
 #include "window/aggregations.h"
 
@@ -15,9 +16,12 @@ namespace {
 
 class AggregateOperator : public Operator {
  public:
-  AggregateOperator(const NamedAggregations& aggregations, TaskContext& ctx,
-                    state::KeyValueStore& store)
-      : aggregations_(aggregations, false), ctx_(ctx), store_(store) {}
+  AggregateOperator(const NamedAggregations& aggregations, const StepContext& context)
+      : aggregations_(aggregations, false),
+        ctx_(context.task),
+        step_name_(context.step_name),
+        store_(context.task.Store(context.step_name)),
+        runs_user_code_(aggregations_.runs_user_code()) {}
   void Process(Record&& r) override {
     Status accepted = aggregations_.Accepts(r.value);
     if (!accepted.ok()) return ctx_.DeadLetter(accepted.message(), r);
@@ -26,10 +30,22 @@ class AggregateOperator : public Operator {
     auto stored = store_.Mutate(key_);
     if (!stored.ok()) return Fail(stored.status());
     Value::Array& accs = aggregations_.Normalize(**stored);
-    aggregations_.Add(accs, r.value, r.timestamp);
     Value::Object fields;
     fields.reserve(aggregations_.size());
-    aggregations_.AppendResults(accs, fields);
+    if (runs_user_code_) {
+      // A reducer that throws must leave the key's accumulators as they were.
+      undo_ = **stored;
+      if (!CallUserFunction(ctx_, step_name_, r, [&] {
+            aggregations_.Add(accs, r.value, r.timestamp);
+            aggregations_.AppendResults(accs, fields);
+          })) {
+        **stored = std::move(undo_);
+        return;
+      }
+    } else {
+      aggregations_.Add(accs, r.value, r.timestamp);
+      aggregations_.AppendResults(accs, fields);
+    }
     ForwardReplacingValue(r, Value(std::move(fields)));
   }
 
@@ -40,7 +56,10 @@ class AggregateOperator : public Operator {
  private:
   window::Aggregations aggregations_;
   TaskContext& ctx_;
+  std::string step_name_;
   state::KeyValueStore& store_;
+  const bool runs_user_code_;
+  Value undo_;  // the key's accumulators before a record is added, when user code runs
   std::string key_;
 };
 
@@ -64,8 +83,7 @@ class AggregateStep : public StepDefinition {
   }
   bool stateful() const override { return true; }
   Result<std::unique_ptr<Operator>> MakeOperator(const StepContext& context) const override {
-    return std::unique_ptr<Operator>(
-        new AggregateOperator(aggregations_, context.task, context.task.Store(context.step_name)));
+    return std::unique_ptr<Operator>(new AggregateOperator(aggregations_, context));
   }
 
  private:

@@ -7,6 +7,7 @@
 #include "dataflow/graph.h"
 #include "dataflow/operators.h"
 #include "dataflow/step_state.h"
+#include "dataflow/user_function.h"
 
 namespace weir::dataflow {
 namespace {
@@ -14,30 +15,43 @@ namespace {
 using ApplyFunction = std::function<std::optional<Value>(const Value&, State&)>;
 using UpdateFunction = std::function<void(Value&, State&)>;
 
-// Exactly one of `apply` and `update` is set.
+// Exactly one of `apply` and `update` is set. A call that throws changes no state (StepState
+// stages its writes) and sends its record to the dead-letter topic (user_function.h).
 class StatefulFunctionOperator : public Operator {
  public:
-  StatefulFunctionOperator(ApplyFunction apply, UpdateFunction update, state::KeyValueStore& store)
-      : apply_(std::move(apply)), update_(std::move(update)), state_(&store) {}
+  StatefulFunctionOperator(ApplyFunction apply, UpdateFunction update,
+                           const StepContext& context)
+      : apply_(std::move(apply)),
+        update_(std::move(update)),
+        task_(context.task),
+        step_name_(context.step_name),
+        state_(&context.task.Store(context.step_name)) {}
   void Process(Record&& r) override {
     State& state = state_.ForKey(r.key.bytes());
-    if (update_) {
-      update_(r.value, state);
-    } else {
-      std::optional<Value> out = apply_(r.value, state);
-      if (!out) return;
-      Status s = state_.TakeError();
-      if (!s.ok()) return Fail(std::move(s));
-      return ForwardReplacingValue(r, std::move(*out));
+    std::optional<Value> out;
+    const bool returned = CallUserFunction(task_, step_name_, r, [&] {
+      if (update_) {
+        update_(r.value, state);
+      } else {
+        out = apply_(r.value, state);
+      }
+    });
+    if (!returned) {
+      state_.Discard();
+      return;
     }
+    state_.Commit();
     Status s = state_.TakeError();
     if (!s.ok()) return Fail(std::move(s));
-    Forward(std::move(r));
+    if (update_) return Forward(std::move(r));
+    if (out) ForwardReplacingValue(r, std::move(*out));
   }
 
  private:
   ApplyFunction apply_;
   UpdateFunction update_;
+  TaskContext& task_;
+  std::string step_name_;
   StepState state_;
 };
 
@@ -54,8 +68,7 @@ class StatefulFunctionStep : public StepDefinition {
   }
   bool stateful() const override { return true; }
   Result<std::unique_ptr<Operator>> MakeOperator(const StepContext& context) const override {
-    return std::unique_ptr<Operator>(
-        new StatefulFunctionOperator(apply_, update_, context.task.Store(context.step_name)));
+    return std::unique_ptr<Operator>(new StatefulFunctionOperator(apply_, update_, context));
   }
 
  private:

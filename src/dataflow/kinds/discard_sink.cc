@@ -13,7 +13,7 @@ namespace {
 class DiscardOperator : public Operator {
  public:
   explicit DiscardOperator(TaskContext& task) : task_(task) {}
-  void Process(Record&&) override { task_.CountDiscarded(); }
+  void Process(Record&&) override { task_.CountDelivered(); }
 
  private:
   TaskContext& task_;

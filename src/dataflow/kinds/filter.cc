@@ -9,21 +9,28 @@
 #include "dataflow/graph.h"
 #include "dataflow/kind_registry.h"
 #include "dataflow/operators.h"
+#include "dataflow/user_function.h"
 
 namespace weir::dataflow {
 namespace {
 
-using Predicate = std::function<bool(const Value&)>;
+using Predicate = std::function<bool(const Record&)>;
 
 class FilterOperator : public Operator {
  public:
-  explicit FilterOperator(Predicate pred) : pred_(std::move(pred)) {}
+  FilterOperator(Predicate pred, const StepContext& context)
+      : pred_(std::move(pred)), task_(context.task), step_name_(context.step_name) {}
   void Process(Record&& r) override {
-    if (pred_(r.value)) Forward(std::move(r));
+    bool keep = false;
+    if (CallUserFunction(task_, step_name_, r, [&] { keep = pred_(r); }) && keep) {
+      Forward(std::move(r));
+    }
   }
 
  private:
   Predicate pred_;
+  TaskContext& task_;
+  std::string step_name_;
 };
 
 class FilterStep : public StepDefinition {
@@ -38,8 +45,8 @@ class FilterStep : public StepDefinition {
   void Describe(Fingerprint& fingerprint) const override {
     if (!condition_.is_null()) fingerprint.Fixed("condition", condition_);
   }
-  Result<std::unique_ptr<Operator>> MakeOperator(const StepContext&) const override {
-    return std::unique_ptr<Operator>(new FilterOperator(pred_));
+  Result<std::unique_ptr<Operator>> MakeOperator(const StepContext& context) const override {
+    return std::unique_ptr<Operator>(new FilterOperator(pred_, context));
   }
 
  private:
@@ -132,7 +139,7 @@ Result<std::shared_ptr<const StepDefinition>> ParseFilter(const StepYaml& yaml) 
     }
   }
   if (ops != 1) return node.Error("expected exactly one of eq, ne, gt, ge, lt, le, in, exists");
-  return std::make_shared<FilterStep>([c](const Value& v) { return Matches(c, v); },
+  return std::make_shared<FilterStep>([c](const Record& r) { return Matches(c, r.value); },
                                       std::move(described));
 }
 
@@ -145,6 +152,12 @@ void RegisterFilter(KindRegistry& kinds) { kinds.Add(StepKind{"filter", {}, Pars
 namespace weir {
 
 Stream Stream::Filter(std::function<bool(const Value&)> pred, std::string name) {
+  dataflow::Predicate on_value;
+  if (pred) on_value = [pred = std::move(pred)](const Record& r) { return pred(r.value); };
+  return FilterRecord(std::move(on_value), std::move(name));
+}
+
+Stream Stream::FilterRecord(std::function<bool(const Record&)> pred, std::string name) {
   return dataflow::GraphAccess::AddStep(
       *this, std::make_shared<dataflow::FilterStep>(std::move(pred), Value()), std::move(name));
 }

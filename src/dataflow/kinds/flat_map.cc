@@ -4,6 +4,7 @@
 
 #include "dataflow/graph.h"
 #include "dataflow/operators.h"
+#include "dataflow/user_function.h"
 
 namespace weir::dataflow {
 namespace {
@@ -12,9 +13,11 @@ using FlatMapFunction = std::function<std::vector<Value>(const Value&)>;
 
 class FlatMapOperator : public Operator {
  public:
-  explicit FlatMapOperator(FlatMapFunction fn) : fn_(std::move(fn)) {}
+  FlatMapOperator(FlatMapFunction fn, const StepContext& context)
+      : fn_(std::move(fn)), task_(context.task), step_name_(context.step_name) {}
   void Process(Record&& r) override {
-    std::vector<Value> values = fn_(r.value);
+    std::vector<Value> values;
+    if (!CallUserFunction(task_, step_name_, r, [&] { values = fn_(r.value); })) return;
     for (size_t i = 0; i < values.size(); ++i) {
       const bool last = i + 1 == values.size();
       Record out{last ? std::move(r.key) : r.key, std::move(values[i]), r.timestamp,
@@ -25,6 +28,8 @@ class FlatMapOperator : public Operator {
 
  private:
   FlatMapFunction fn_;
+  TaskContext& task_;
+  std::string step_name_;
 };
 
 class FlatMapStep : public StepDefinition {
@@ -34,8 +39,8 @@ class FlatMapStep : public StepDefinition {
   Status Validate() const override {
     return fn_ ? Status::OK() : Status::InvalidArgument("FlatMap needs a function");
   }
-  Result<std::unique_ptr<Operator>> MakeOperator(const StepContext&) const override {
-    return std::unique_ptr<Operator>(new FlatMapOperator(fn_));
+  Result<std::unique_ptr<Operator>> MakeOperator(const StepContext& context) const override {
+    return std::unique_ptr<Operator>(new FlatMapOperator(fn_, context));
   }
 
  private:

@@ -1,62 +1,120 @@
-// The group-by kind: re-keys every record by a field of its value and writes it to the step's
-// repartition topic, which the sub-topology after it reads (Stream::GroupBy; YAML
-// `group_by: FIELD` or `group_by: {field, type, partitions}`). A missing field, or one that
-// cannot be a key of the type, sends the record to the dead-letter topic.
+// The group-by and select-key kinds: re-key every record, by a field of its value
+// (Stream::GroupBy; YAML `group_by: FIELD` or `group_by: {field, type, partitions}`) or by a
+// function of the record (Stream::SelectKey), and write it to the step's repartition topic,
+// which the sub-topology after it reads. A missing or null field, one that cannot be a key of
+// the declared type, or a function that throws, sends the record to the dead-letter topic.
+#include <functional>
+#include <optional>
+
 #include "dataflow/builtin_kinds.h"
 #include "dataflow/graph.h"
 #include "dataflow/kind_registry.h"
 #include "dataflow/operators.h"
+#include "dataflow/user_function.h"
 
 namespace weir::dataflow {
 namespace {
 
-class GroupByOperator : public Operator {
+// The key of a record, or the reason it has none (the record is then a dead letter).
+using KeyOf = std::function<Result<Key>(const Record&)>;
+
+class RepartitionOperator : public Operator {
  public:
-  GroupByOperator(std::string field, KeySerde type, TaskContext& ctx, TopicWriter& writer)
-      : field_(std::move(field)), type_(type), ctx_(ctx), writer_(writer) {}
+  RepartitionOperator(KeyOf key_of, bool user_function, const StepContext& context,
+                      TopicWriter& writer)
+      : key_of_(std::move(key_of)),
+        user_function_(user_function),
+        ctx_(context.task),
+        step_name_(context.step_name),
+        writer_(writer) {}
   void Process(Record&& r) override {
-    const Value* field = r.value.FindPath(field_);
-    if (field == nullptr) return ctx_.DeadLetter("group_by field '" + field_ + "' is missing", r);
-    auto key = Key::FromField(*field, type_, field_);
+    Result<Key> key = Status::Internal("no key");
+    if (user_function_) {
+      if (!CallUserFunction(ctx_, step_name_, r, [&] { key = key_of_(r); })) return;
+    } else {
+      key = key_of_(r);
+    }
     if (!key.ok()) return ctx_.DeadLetter(key.status().message(), r);
     r.key = std::move(key).value();
     writer_.Write(r);
   }
 
  private:
-  std::string field_;
-  KeySerde type_;
+  KeyOf key_of_;
+  bool user_function_;
   TaskContext& ctx_;
+  std::string step_name_;
   TopicWriter& writer_;
 };
 
-class GroupByStep : public StepDefinition {
+// The key a field makes with no declared type: its own (string or integer), else its JSON text.
+Result<Key> KeyOfOwnType(const Value& field, std::string_view field_name) {
+  if (field.is_string()) return Key::String(field.as_string());
+  if (field.is_int()) return Key::Int(field.as_int());
+  if (field.is_null()) {
+    return Status::InvalidArgument("group_by field '" + std::string(field_name) +
+                                   "' is null, which cannot be a key");
+  }
+  return Key::Json(field);
+}
+
+// GroupBy (a field, with or without a declared type) and SelectKey (a function).
+class RepartitionStep : public StepDefinition {
  public:
-  GroupByStep(std::string field, KeySerde type, int32_t partitions)
-      : field_(std::move(field)), type_(type), partitions_(partitions) {}
-  std::string_view kind() const override { return "group-by"; }
+  RepartitionStep(std::string field, std::optional<KeySerde> type, int32_t partitions)
+      : kind_("group-by"), field_(std::move(field)), type_(type), partitions_(partitions) {}
+  RepartitionStep(std::function<Key(const Record&)> select_key, int32_t partitions)
+      : kind_("select-key"), select_key_(std::move(select_key)), partitions_(partitions) {}
+  std::string_view kind() const override { return kind_; }
   Status Validate() const override {
-    if (field_.empty()) return Status::InvalidArgument("GroupBy needs a field name");
-    if (type_ == KeySerde::kNull) {
+    if (kind_ == "select-key") {
+      if (!select_key_) return Status::InvalidArgument("SelectKey needs a function");
+    } else if (field_.empty()) {
+      return Status::InvalidArgument("GroupBy needs a field name");
+    } else if (type_ == KeySerde::kNull) {
       return Status::InvalidArgument("GroupBy cannot re-key to the null key");
     }
-    return CheckPartitions(partitions_, 0, "GroupBy partitions");
+    return CheckPartitions(partitions_, 0, kind_ == "select-key" ? "SelectKey partitions"
+                                                                  : "GroupBy partitions");
   }
   void Describe(Fingerprint& fingerprint) const override {
     // The repartition topic's partitions decide which task holds a key's state downstream.
-    fingerprint.Fixed("field", field_).Fixed("type", type_).Fixed("partitions", partitions_);
+    if (kind_ == "group-by") {
+      fingerprint.Fixed("field", field_);
+      if (type_) {
+        fingerprint.Fixed("type", *type_);
+      } else {
+        fingerprint.Fixed("type", "own");
+      }
+    }
+    fingerprint.Fixed("partitions", partitions_);
   }
   bool repartitions() const override { return true; }
   int32_t repartition_partitions() const override { return partitions_; }
   Result<std::unique_ptr<Operator>> MakeOperator(const StepContext& context) const override {
     TopicWriter& writer =
         context.task.TopicOutput(RepartitionTopicName(context.application, context.step_name));
-    return std::unique_ptr<Operator>(new GroupByOperator(field_, type_, context.task, writer));
+    if (select_key_) {
+      return std::unique_ptr<Operator>(new RepartitionOperator(
+          [fn = select_key_](const Record& r) -> Result<Key> { return fn(r); }, true, context,
+          writer));
+    }
+    KeyOf key_of = [field = field_, type = type_](const Record& r) -> Result<Key> {
+      const Value* value = r.value.FindPath(field);
+      if (value == nullptr) {
+        return Status::InvalidArgument("group_by field '" + field + "' is missing");
+      }
+      return type ? Key::FromField(*value, *type, field) : KeyOfOwnType(*value, field);
+    };
+    return std::unique_ptr<Operator>(
+        new RepartitionOperator(std::move(key_of), false, context, writer));
   }
 
  private:
+  std::string_view kind_;
   std::string field_;
-  KeySerde type_;
+  std::optional<KeySerde> type_;
+  std::function<Key(const Record&)> select_key_;
   int32_t partitions_;
 };
 
@@ -64,15 +122,17 @@ Result<std::shared_ptr<const StepDefinition>> ParseGroupBy(const StepYaml& yaml)
   const ConfigNode& body = yaml.body;
   if (body.IsScalar()) {
     WEIR_ASSIGN_OR_RETURN(std::string field, body.String());
-    return std::make_shared<GroupByStep>(std::move(field), KeySerde::kString, 0);
+    return std::make_shared<RepartitionStep>(std::move(field), std::nullopt, 0);
   }
   WEIR_RETURN_IF_ERROR(body.OnlyKeys({"field", "type", "partitions"}));
   WEIR_ASSIGN_OR_RETURN(KeySpec key, ParseKeySpec(body));
+  std::optional<KeySerde> type;
+  if (body.Get("type")) type = key.type;
   int64_t partitions = 0;
   if (auto p = body.Get("partitions")) {
     WEIR_ASSIGN_OR_RETURN(partitions, p->Int(1, kMaxPartitions));
   }
-  return std::make_shared<GroupByStep>(key.field, key.type, static_cast<int32_t>(partitions));
+  return std::make_shared<RepartitionStep>(key.field, type, static_cast<int32_t>(partitions));
 }
 
 }  // namespace
@@ -83,9 +143,16 @@ void RegisterGroupBy(KindRegistry& kinds) { kinds.Add(StepKind{"group_by", {}, P
 
 namespace weir {
 
-Stream Stream::GroupBy(std::string field, KeySerde type, int32_t partitions) {
+Stream Stream::GroupBy(std::string field, std::optional<KeySerde> type, int32_t partitions) {
   return dataflow::GraphAccess::AddStep(
-      *this, std::make_shared<dataflow::GroupByStep>(std::move(field), type, partitions));
+      *this, std::make_shared<dataflow::RepartitionStep>(std::move(field), type, partitions));
+}
+
+Stream Stream::SelectKey(std::function<Key(const Record&)> fn, std::string name,
+                         int32_t partitions) {
+  return dataflow::GraphAccess::AddStep(
+      *this, std::make_shared<dataflow::RepartitionStep>(std::move(fn), partitions),
+      std::move(name));
 }
 
 }  // namespace weir

@@ -1,24 +1,35 @@
-// The map kind: each record's value becomes what a function returns (Stream::Map). Its YAML form
-// is `select: [field, ...]`, a map that keeps those fields of the value.
+// The map kind: each record's value becomes what a function of the value (Stream::Map) or of the
+// whole record (Stream::MapRecord) returns. Its YAML form is `select: [field, ...]`, a map that
+// keeps those fields of the value. And the with-timestamp kind: each record's event time becomes
+// what a function of it returns (Stream::WithTimestamp).
 #include <functional>
 
 #include "dataflow/builtin_kinds.h"
 #include "dataflow/graph.h"
 #include "dataflow/kind_registry.h"
 #include "dataflow/operators.h"
+#include "dataflow/user_function.h"
 
 namespace weir::dataflow {
 namespace {
 
-using MapFunction = std::function<Value(const Value&)>;
+using MapFunction = std::function<Value(const Record&)>;
 
 class MapOperator : public Operator {
  public:
-  explicit MapOperator(MapFunction fn) : fn_(std::move(fn)) {}
-  void Process(Record&& r) override { ForwardReplacingValue(r, fn_(r.value)); }
+  MapOperator(MapFunction fn, const StepContext& context)
+      : fn_(std::move(fn)), task_(context.task), step_name_(context.step_name) {}
+  void Process(Record&& r) override {
+    Value result;
+    if (CallUserFunction(task_, step_name_, r, [&] { result = fn_(r); })) {
+      ForwardReplacingValue(r, std::move(result));
+    }
+  }
 
  private:
   MapFunction fn_;
+  TaskContext& task_;
+  std::string step_name_;
 };
 
 class MapStep : public StepDefinition {
@@ -33,8 +44,8 @@ class MapStep : public StepDefinition {
   void Describe(Fingerprint& fingerprint) const override {
     if (!selected_.is_null()) fingerprint.Fixed("select", selected_);
   }
-  Result<std::unique_ptr<Operator>> MakeOperator(const StepContext&) const override {
-    return std::unique_ptr<Operator>(new MapOperator(fn_));
+  Result<std::unique_ptr<Operator>> MakeOperator(const StepContext& context) const override {
+    return std::unique_ptr<Operator>(new MapOperator(fn_, context));
   }
 
  private:
@@ -54,7 +65,8 @@ Result<std::shared_ptr<const StepDefinition>> ParseSelect(const StepYaml& yaml) 
     described.emplace_back(f);
     fields.push_back(std::move(f));
   }
-  MapFunction select = [fields](const Value& v) {
+  MapFunction select = [fields](const Record& r) {
+    const Value& v = r.value;
     Value out = Value(Value::Object());
     for (const std::string& f : fields) {
       if (const Value* field = v.FindPath(f)) out.Set(f, *field);
@@ -63,6 +75,40 @@ Result<std::shared_ptr<const StepDefinition>> ParseSelect(const StepYaml& yaml) 
   };
   return std::make_shared<MapStep>(std::move(select), Value(std::move(described)));
 }
+
+using TimestampFunction = std::function<EventTime(const Record&)>;
+
+class WithTimestampOperator : public Operator {
+ public:
+  WithTimestampOperator(TimestampFunction fn, const StepContext& context)
+      : fn_(std::move(fn)), task_(context.task), step_name_(context.step_name) {}
+  void Process(Record&& r) override {
+    EventTime timestamp = r.timestamp;
+    if (!CallUserFunction(task_, step_name_, r, [&] { timestamp = fn_(r); })) return;
+    r.timestamp = timestamp;
+    Forward(std::move(r));
+  }
+
+ private:
+  TimestampFunction fn_;
+  TaskContext& task_;
+  std::string step_name_;
+};
+
+class WithTimestampStep : public StepDefinition {
+ public:
+  explicit WithTimestampStep(TimestampFunction fn) : fn_(std::move(fn)) {}
+  std::string_view kind() const override { return "with-timestamp"; }
+  Status Validate() const override {
+    return fn_ ? Status::OK() : Status::InvalidArgument("WithTimestamp needs a function");
+  }
+  Result<std::unique_ptr<Operator>> MakeOperator(const StepContext& context) const override {
+    return std::unique_ptr<Operator>(new WithTimestampOperator(fn_, context));
+  }
+
+ private:
+  TimestampFunction fn_;
+};
 
 }  // namespace
 
@@ -73,8 +119,19 @@ void RegisterMap(KindRegistry& kinds) { kinds.Add(StepKind{"select", {}, ParseSe
 namespace weir {
 
 Stream Stream::Map(std::function<Value(const Value&)> fn, std::string name) {
+  dataflow::MapFunction on_value;
+  if (fn) on_value = [fn = std::move(fn)](const Record& r) { return fn(r.value); };
+  return MapRecord(std::move(on_value), std::move(name));
+}
+
+Stream Stream::MapRecord(std::function<Value(const Record&)> fn, std::string name) {
   return dataflow::GraphAccess::AddStep(
       *this, std::make_shared<dataflow::MapStep>(std::move(fn), Value()), std::move(name));
+}
+
+Stream Stream::WithTimestamp(std::function<EventTime(const Record&)> fn, std::string name) {
+  return dataflow::GraphAccess::AddStep(
+      *this, std::make_shared<dataflow::WithTimestampStep>(std::move(fn)), std::move(name));
 }
 
 }  // namespace weir

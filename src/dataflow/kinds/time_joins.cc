@@ -41,8 +41,15 @@ class IntervalJoinStep : public TimeJoinStep {
       : TimeJoinStep(options.grace, options.late_topic), options_(std::move(options)) {}
   std::string_view kind() const override { return "interval-join"; }
   Status Validate() const override {
-    if (options_.lower.count() < 0 || options_.upper.count() < 0 || options_.grace.count() < 0) {
-      return Status::InvalidArgument("interval join: lower, upper and grace must be >= 0 ms");
+    if (options_.lower.count() < 0 || options_.upper.count() < 0) {
+      return Status::InvalidArgument(
+          "interval join: lower and upper must be >= 0 ms (distances back and forward from the "
+          "left time; Between(from, to) needs from <= 0 <= to), got lower " +
+          std::to_string(options_.lower.count()) + " ms, upper " +
+          std::to_string(options_.upper.count()) + " ms");
+    }
+    if (options_.grace.count() < 0) {
+      return Status::InvalidArgument("interval join: grace must be >= 0 ms");
     }
     return Status::OK();
   }

@@ -1,0 +1,299 @@
+// The C++ API as a user meets it: functions that fail on bad records, the operations on whole
+// records (MapRecord, FilterRecord, SelectKey, WithTimestamp, ForEach), GroupBy by a field's own
+// type, a topic source's start, and reading a topic back with TopicConsumer. Real engine, real
+// log and RocksDB on disk.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <stdexcept>
+
+#include "app/testing.h"
+#include "weir/weir.h"
+
+namespace weir {
+namespace {
+
+using testing::ReadLines;
+using testing::TempDir;
+using testing::TestOptions;
+using testing::UserFile;
+using testing::WriteLines;
+
+
+// Every record of a topic, read back as a user would.
+std::vector<ConsumedRecord> Consume(const TempDir& dir, const std::string& topic,
+                                    TopicStart start = TopicStart::kEarliest) {
+  auto consumer = TopicConsumer::Open({.data_dir = dir / "data", .topic = topic, .start = start});
+  EXPECT_TRUE(consumer.ok()) << consumer.status().ToString();
+  std::vector<ConsumedRecord> all;
+  if (!consumer.ok()) return all;
+  while (true) {
+    auto batch = (*consumer)->Poll(7);
+    EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+    if (!batch.ok() || batch->empty()) break;
+    for (ConsumedRecord& r : *batch) all.push_back(std::move(r));
+  }
+  return all;
+}
+
+// Amounts 1..10 for ann and bob; records 4 and 8 carry the amount as a string.
+void WriteAmounts(const TempDir& dir) {
+  std::vector<std::string> lines;
+  for (int i = 1; i <= 10; ++i) {
+    std::string amount = i % 4 == 0 ? "\"" + std::to_string(i) + "\"" : std::to_string(i);
+    lines.push_back(R"({"user":")" + std::string(i % 2 ? "ann" : "bob") + R"(","ts":)" +
+                    std::to_string(i * 1000) + R"(,"amount":)" + amount + "}");
+  }
+  WriteLines(dir / "in.jsonl", lines);
+}
+
+std::vector<std::string> Reasons(const TempDir& dir) {
+  std::vector<std::string> reasons;
+  for (const ConsumedRecord& d : Consume(dir, "app.dlq")) {
+    reasons.emplace_back(d.record.value.Find("reason")->as_string());
+  }
+  return reasons;
+}
+
+TEST(UserFunctions, AFieldReadAsTheWrongTypeDeadLettersTheRecordAndTheRunGoesOn) {
+  TempDir dir;
+  WriteAmounts(dir);
+  Application app(TestOptions(dir));
+  app.FromFile(UserFile(dir / "in.jsonl"))
+      .Map([](const Value& v) { return Value(v.Find("amount")->as_int() * 2); }, "double")
+      .ToFile(dir / "out.jsonl");
+  auto summary = app.Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_TRUE(summary->completed);
+  EXPECT_EQ(summary->user_function_failures, 2);
+  EXPECT_EQ(summary->dead_letters, 2);
+  EXPECT_EQ(ReadLines(dir / "out.jsonl").size(), 8u);
+  std::vector<ConsumedRecord> dead = Consume(dir, "app.dlq");
+  ASSERT_EQ(dead.size(), 2u);
+  EXPECT_EQ(dead[0].record.value.Find("reason")->as_string(),
+            R"(step 'double' failed: read as integer, but holds string "4")");
+  EXPECT_EQ(dead[0].record.value.FindPath("position.line")->as_int(), 4);
+  EXPECT_NE(dead[1].record.value.Find("raw")->as_string().find(R"("amount":"8")"),
+            std::string::npos);
+
+  // The restart resumes after the failed records: nothing more fails, nothing is written twice.
+  Application again(TestOptions(dir));
+  again.FromFile(UserFile(dir / "in.jsonl"))
+      .Map([](const Value& v) { return Value(v.Find("amount")->as_int() * 2); }, "double")
+      .ToFile(dir / "out.jsonl");
+  auto resumed = again.Run();
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ(resumed->user_function_failures, 0);
+  EXPECT_EQ(ReadLines(dir / "out.jsonl").size(), 8u);
+}
+
+TEST(UserFunctions, ExceptionsOfFiltersFlatMapsAndForEachAreDeadLettersToo) {
+  TempDir dir;
+  WriteAmounts(dir);
+  int64_t seen = 0;
+  Application app(TestOptions(dir));
+  app.FromFile(UserFile(dir / "in.jsonl"))
+      .Filter(
+          [](const Value& v) {
+            if (v.GetInt("amount") == 3) throw std::runtime_error("three is not allowed");
+            return true;
+          },
+          "no-threes")
+      .FlatMap(
+          [](const Value& v) {
+            if (v.GetInt("amount") == 5) throw 5;  // not a std::exception
+            return std::vector<Value>{v, v};
+          },
+          "twice")
+      .ForEach(
+          [&](const Record& r) {
+            if (r.value.GetInt("amount") == 7) throw std::runtime_error("seven");
+            ++seen;
+          },
+          "count");
+  auto summary = app.Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  // 10 records: 3 fails in the filter, 5 in the flat map, and both copies of 7 in the callback.
+  EXPECT_EQ(summary->user_function_failures, 4);
+  EXPECT_EQ(seen, 2 * 7);
+  EXPECT_EQ(Reasons(dir), (std::vector<std::string>{
+                              "step 'no-threes' failed: three is not allowed",
+                              "step 'twice' failed: an exception that is not a std::exception",
+                              "step 'count' failed: seven", "step 'count' failed: seven"}));
+}
+
+TEST(UserFunctions, AnApplyThatThrowsChangesNoState) {
+  TempDir dir;
+  WriteAmounts(dir);
+  Application app(TestOptions(dir));
+  app.FromFile(UserFile(dir / "in.jsonl"))
+      .Apply(
+          [](const Value& v, State& state) -> std::optional<Value> {
+            const Value* total = state.Get("total");
+            int64_t sum = (total ? total->as_int() : 0);
+            // The write comes first: the throw must undo it.
+            state.Set("total", Value(sum + v.GetInt("amount").value_or(1000)));
+            sum += v.Find("amount")->as_int();  // throws on the string amounts
+            return Value(sum);
+          },
+          "running-total")
+      .ToFile(dir / "out.jsonl");
+  auto summary = app.Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->user_function_failures, 2);
+  std::map<std::string, int64_t> last;
+  for (const std::string& line : ReadLines(dir / "out.jsonl")) {
+    Value v = *Value::Parse(line);
+    last[std::string(v.Find("key")->as_string())] = v.Find("value")->as_int();
+  }
+  // ann: 1+3+5+7+9; bob: 2+6+10 (4 and 8 failed and left no trace).
+  EXPECT_EQ(last["ann"], 25);
+  EXPECT_EQ(last["bob"], 18);
+}
+
+TEST(UserFunctions, AReduceThatThrowsLeavesTheWindowAsItWas) {
+  TempDir dir;
+  WriteAmounts(dir);
+  Application app(TestOptions(dir));
+  app.FromFile(UserFile(dir / "in.jsonl"))
+      .Window(WindowDefinition::Tumbling(std::chrono::seconds(100)))
+      .Agg({{"sum", agg::Reduce(
+                        [](const Value& acc, const Value& v) {
+                          return Value(acc.as_int() + v.Find("amount")->as_int());
+                        },
+                        [](const Value& first) { return Value(first.Find("amount")->as_int()); })}})
+      .Final()
+      .ToFile(dir / "out.jsonl");
+  auto summary = app.Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->user_function_failures, 2);
+  std::map<std::string, int64_t> sums;
+  for (const std::string& line : ReadLines(dir / "out.jsonl")) {
+    Value v = *Value::Parse(line);
+    sums[std::string(v.Find("key")->as_string())] = *v.GetInt("value.sum");
+  }
+  EXPECT_EQ(sums, (std::map<std::string, int64_t>{{"ann", 25}, {"bob", 18}}));
+}
+
+TEST(RecordOperations, MapRecordFilterRecordAndWithTimestampSeeTheWholeRecord) {
+  TempDir dir;
+  WriteAmounts(dir);
+  Application app(TestOptions(dir));
+  app.FromFile(UserFile(dir / "in.jsonl"))
+      .FilterRecord([](const Record& r) { return r.key == Key::String("ann"); })
+      .WithTimestamp([](const Record& r) { return EventTime(r.timestamp.value() + 5); })
+      .MapRecord([](const Record& r) {
+        return Value::MakeObject(
+            {{"user", r.key.ToValue()}, {"at", Value(r.timestamp.value())}});
+      })
+      .ToFile(dir / "out.jsonl");
+  auto summary = app.Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  std::vector<std::string> out = ReadLines(dir / "out.jsonl");
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[0], R"({"key":"ann","timestamp":1005,"value":{"user":"ann","at":1005}})");
+}
+
+TEST(RecordOperations, SelectKeyRekeysThroughARepartitionTopic) {
+  TempDir dir;
+  WriteAmounts(dir);
+  Application app(TestOptions(dir));
+  app.FromFile(UserFile(dir / "in.jsonl"))
+      .SelectKey([](const Record& r) { return Key::Int(r.value.GetInt("amount").value_or(0) % 3); },
+                 "by-remainder")
+      .Aggregate({{"n", agg::Count()}})
+      .ToTopic("counts");
+  auto summary = app.Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  std::map<int64_t, int64_t> counts;
+  for (const ConsumedRecord& r : Consume(dir, "counts")) {
+    counts[r.record.key.AsInt()] = *r.record.value.GetInt("n");
+  }
+  // 3, 6, 9 -> 0 (and the strings "4", "8" -> 0); 1, 7, 10 -> 1; 2, 5 -> 2.
+  EXPECT_EQ(counts, (std::map<int64_t, int64_t>{{0, 5}, {1, 3}, {2, 2}}));
+}
+
+TEST(RecordOperations, GroupByWithoutATypeKeysByTheFieldsOwnType) {
+  TempDir dir;
+  WriteLines(dir / "in.jsonl", {R"({"user":"a","ts":1,"bidder":7})", R"({"user":"b","ts":2,"bidder":7})",
+                                R"({"user":"c","ts":3,"bidder":"x"})",
+                                R"({"user":"d","ts":4,"bidder":null})"});
+  Application app(TestOptions(dir));
+  app.FromFile(UserFile(dir / "in.jsonl"))
+      .GroupBy("bidder")
+      .Aggregate({{"n", agg::Count()}})
+      .ToTopic("counts");
+  auto summary = app.Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->dead_letters, 1);  // the null bidder
+  std::map<std::string, int64_t> counts;
+  for (const ConsumedRecord& r : Consume(dir, "counts")) {
+    std::string key;
+    r.record.key.AppendJson(key);
+    counts[key] = *r.record.value.GetInt("n");
+  }
+  EXPECT_EQ(counts, (std::map<std::string, int64_t>{{"7", 2}, {"\"x\"", 1}}));
+  EXPECT_EQ(Reasons(dir),
+            (std::vector<std::string>{"group_by field 'bidder' is null, which cannot be a key"}));
+}
+
+TEST(TopicStartAndConsumer, AFirstRunStartsWhereAskedAndAResumeAtItsCheckpoint) {
+  TempDir dir;
+  WriteAmounts(dir);
+  {
+    Application load(TestOptions(dir, "load"));
+    load.FromFile(UserFile(dir / "in.jsonl")).ToTopic(TopicSinkOptions{.topic = "in", .partitions = 1});
+    ASSERT_TRUE(load.Run().ok());
+  }
+  auto run = [&](TopicStart start, int64_t offset) {
+    Application app(TestOptions(dir, "reader"));
+    app.FromTopic({.topic = "in", .bounded = true, .start = start, .start_offset = offset})
+        .ToTopic("out");
+    auto summary = app.Run();
+    EXPECT_TRUE(summary.ok()) << summary.status().ToString();
+    return summary.ok() ? summary->records_in : -1;
+  };
+  EXPECT_EQ(run(TopicStart::kOffset, 6), 4);  // offsets 6-9
+  EXPECT_EQ(run(TopicStart::kEarliest, 0), 0);  // resumes at its checkpoint: nothing new
+  std::vector<ConsumedRecord> out = Consume(dir, "out");
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].record.value.GetInt("amount"), 7);
+  EXPECT_EQ(out[0].record.key, Key::String("ann"));
+  EXPECT_EQ(out[0].record.timestamp, EventTime(7000));
+  EXPECT_TRUE(Consume(dir, "out", TopicStart::kLatest).empty());
+
+  Application latest(TestOptions(dir, "latest-reader"));
+  latest.FromTopic({.topic = "in", .bounded = true, .start = TopicStart::kLatest}).ToTopic("out2");
+  auto summary = latest.Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->records_in, 0);
+
+  auto beyond = TopicConsumer::Open(
+      {.data_dir = dir / "data", .topic = "in", .start = TopicStart::kOffset, .start_offset = 11});
+  EXPECT_EQ(beyond.status().code(), StatusCode::kOutOfRange);
+  auto unknown = TopicConsumer::Open({.data_dir = dir / "data", .topic = "nope"});
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+}
+
+TEST(IntervalJoinBounds, BetweenReadsAsFlinksAndRefusesAWindowWithoutTheLeftTime) {
+  IntervalJoinOptions o = IntervalJoinOptions::Between(std::chrono::seconds(-10),
+                                                       std::chrono::seconds(30));
+  EXPECT_EQ(o.lower, std::chrono::seconds(10));
+  EXPECT_EQ(o.upper, std::chrono::seconds(30));
+  TempDir dir;
+  WriteAmounts(dir);
+  Application app(TestOptions(dir));
+  Stream left = app.FromFile(UserFile(dir / "in.jsonl"));
+  Stream right = app.FromFile(UserFile(dir / "in.jsonl"));
+  left.IntervalJoin(right, IntervalJoinOptions::Between(std::chrono::seconds(2),
+                                                        std::chrono::seconds(5)))
+      .ToDiscard();
+  auto summary = app.Run();
+  ASSERT_FALSE(summary.ok());
+  EXPECT_NE(summary.status().message().find("Between(from, to) needs from <= 0 <= to"),
+            std::string::npos)
+      << summary.status().ToString();
+}
+
+}  // namespace
+}  // namespace weir
