@@ -1,6 +1,9 @@
 #include "weir/application.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <map>
@@ -331,6 +334,39 @@ TEST(Application, AnInputFileAppendedToResumesWithTheNewLinesOnlyExactlyOnce) {
   WriteLines(reference / "in.jsonl", all);
   ASSERT_TRUE(RunFileCount(reference, reference / "in.jsonl").ok());
   EXPECT_EQ(ReadLines(dir / "out.jsonl"), ReadLines(reference / "out.jsonl"));
+}
+
+TEST(Application, AFileSinkToDevNullRunsAndResumes) {
+  TempDir dir;
+  WriteLines(dir / "in.jsonl", Events(0, 20));
+  for (int run = 0; run < 2; ++run) {
+    Application app(Options(dir));
+    BuildFileCount(app, dir / "in.jsonl", "/dev/null");
+    auto summary = app.Run();
+    ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+    EXPECT_EQ(summary->records_out, run == 0 ? 20 : 0);
+  }
+}
+
+TEST(Application, AFileSinkToAFifoWritesEveryRecordToItsReader) {
+  TempDir dir;
+  WriteLines(dir / "in.jsonl", Events(0, 20));
+  ASSERT_EQ(::mkfifo((dir / "out.fifo").c_str(), 0600), 0);
+  std::vector<std::string> received;
+  std::thread reader([&] { received = ReadLines(dir / "out.fifo"); });
+  Application app(Options(dir));
+  BuildFileCount(app, dir / "in.jsonl", dir / "out.fifo");
+  auto summary = app.Run();
+  if (!summary.ok()) {
+    // The run never opened the FIFO: a writer that comes and goes lets the reader go.
+    ::close(::open((dir / "out.fifo").c_str(), O_WRONLY | O_NONBLOCK));
+  }
+  reader.join();  // the FIFO closes with the run
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  TempDir reference;
+  WriteLines(reference / "in.jsonl", Events(0, 20));
+  ASSERT_TRUE(RunFileCount(reference, reference / "in.jsonl").ok());
+  EXPECT_EQ(received, ReadLines(reference / "out.jsonl"));
 }
 
 TEST(Application, ADataDirectoryInUseIsRefused) {
