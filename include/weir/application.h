@@ -49,6 +49,13 @@ class RunService {
   virtual void Stop() = 0;
 };
 
+// How a refusal names its ways out, in the words of whoever runs the application: the C++ API's
+// by default; `weir run` gives its command-line flags.
+struct WaysOut {
+  std::string reset = "Application::Reset()";             // discards the state: start over
+  std::string data_dir = "ApplicationOptions::data_dir";  // where another data directory is set
+};
+
 struct ApplicationOptions {
   std::string name;  // 1-200 of [A-Za-z0-9._-]; names state, internal topics, DLQ
   std::string data_dir = "./weir-data";
@@ -65,6 +72,9 @@ struct ApplicationOptions {
   std::function<void(int64_t checkpoint, int64_t records_in)> on_checkpoint;
   // Started once the log is open, stopped before it closes (RunService).
   std::vector<std::shared_ptr<RunService>> services;
+  // Named by refusals: a changed definition or input, state this build cannot read, a data
+  // directory in use.
+  WaysOut ways_out;
 };
 
 // What a run did, for the CLI's summary and for tests.

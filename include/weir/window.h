@@ -31,7 +31,7 @@
 // over more input (a file that grew, a bounded topic that did) sends every event that reaches a
 // window or a time join to the late output, for every key alike (new keys too), with the reason
 // "input ended in an earlier run, which closed every window" and late_by_ms 0. Reset the
-// pipeline (weir run --reset) to start over.
+// pipeline (Application::Reset(), weir run --reset) to start over.
 // `wm` below is the key's watermark under Closing::kKey, the partition's under kPartition.
 //
 // TIME WINDOWS (event time, milliseconds):

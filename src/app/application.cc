@@ -51,7 +51,7 @@ void Application::Stop() {
 Status Application::Reset() {
   WEIR_RETURN_IF_ERROR(CheckName(options_.name, "application name"));
   std::filesystem::path data_dir(options_.data_dir);
-  WEIR_ASSIGN_OR_RETURN(auto lock, app::DataDirLock::Acquire(data_dir));
+  WEIR_ASSIGN_OR_RETURN(auto lock, app::DataDirLock::Acquire(data_dir, options_.ways_out.data_dir));
   std::error_code ec;
   std::filesystem::remove_all(data_dir / "apps" / options_.name, ec);
   if (ec) return Status::FromErrno(ec.value(), "removing the state of " + options_.name);

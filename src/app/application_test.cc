@@ -1,7 +1,11 @@
 #include "weir/application.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <map>
 #include <random>
 #include <thread>
@@ -209,14 +213,152 @@ TEST(Application, AChangedDefinitionIsRefusedWithTheWayOut) {
   auto summary = changed.Run();
   ASSERT_FALSE(summary.ok());
   EXPECT_EQ(summary.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(summary.status().message().find("--reset"), std::string::npos);
+  EXPECT_NE(summary.status().message().find("reset it (Application::Reset())"), std::string::npos)
+      << summary.status().message();
   ASSERT_TRUE(changed.Reset().ok());
   EXPECT_TRUE(changed.Run().ok());
 }
 
+// A running count per user, from a file to a file.
+void BuildFileCount(Application& app, const std::string& input, const std::string& output) {
+  app.FromFile(UserFile(input)).Aggregate({{"n", agg::Count()}}).ToFile(output);
+}
+
+// One run of BuildFileCount over `input`, writing dir/out.jsonl.
+Result<RunSummary> RunFileCount(const TempDir& dir, const std::string& input) {
+  Application app(Options(dir));
+  BuildFileCount(app, input, dir / "out.jsonl");
+  return app.Run();
+}
+
+std::vector<std::string> Events(int from, int to) {
+  std::vector<std::string> lines;
+  for (int i = from; i < to; ++i) lines.push_back(Event("u" + std::to_string(i % 7), i, "/p", i));
+  return lines;
+}
+
+TEST(Application, AChangedInputPathIsRefusedNamingTheSourceAndTheWayToStartOver) {
+  TempDir dir;
+  WriteLines(dir / "a.jsonl", Events(0, 50));
+  WriteLines(dir / "b.jsonl", Events(100, 200));
+  ASSERT_TRUE(RunFileCount(dir, dir / "a.jsonl").ok());
+  Application moved(Options(dir));
+  BuildFileCount(moved, dir / "b.jsonl", dir / "out.jsonl");
+  auto summary = moved.Run();
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.status().code(), StatusCode::kFailedPrecondition);
+  const std::string& message = summary.status().message();
+  EXPECT_NE(message.find("'file-source-0' (file-source): path \"" + (dir / "a.jsonl") + "\" -> \"" +
+                         (dir / "b.jsonl") + "\""),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("reset it (Application::Reset())"), std::string::npos) << message;
+  ASSERT_TRUE(moved.Reset().ok());
+  auto fresh = moved.Run();
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_EQ(fresh->records_in, 100);
+}
+
+TEST(Application, AnInputFileRewrittenUnderItsPathIsRefusedAtStart) {
+  TempDir dir;
+  WriteLines(dir / "in.jsonl", Events(0, 50));
+  ASSERT_TRUE(RunFileCount(dir, dir / "in.jsonl").ok());
+  const std::vector<std::string> written = ReadLines(dir / "out.jsonl");
+  const auto read_up_to = std::filesystem::file_size(dir / "in.jsonl");
+  // Longer than before, so only its content tells it from a file that grew.
+  WriteLines(dir / "in.jsonl", Events(1000, 1100));
+  auto summary = RunFileCount(dir, dir / "in.jsonl");
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.status().code(), StatusCode::kFailedPrecondition);
+  const std::string& message = summary.status().message();
+  EXPECT_NE(message.find("input file " + (dir / "in.jsonl") +
+                         " changed before the position its last checkpoint read up to (byte " +
+                         std::to_string(read_up_to) + ", line 50): the " +
+                         std::to_string(read_up_to) + " bytes before that byte had CRC-32C 0x"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("; to start over, reset the application (Application::Reset())"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(ReadLines(dir / "out.jsonl"), written);
+}
+
+TEST(Application, AnInputFileCutShorterIsRefusedAtStart) {
+  TempDir dir;
+  WriteLines(dir / "in.jsonl", Events(0, 50));
+  ASSERT_TRUE(RunFileCount(dir, dir / "in.jsonl").ok());
+  WriteLines(dir / "in.jsonl", Events(0, 10));
+  auto summary = RunFileCount(dir, dir / "in.jsonl");
+  ASSERT_FALSE(summary.ok());
+  EXPECT_NE(summary.status().message().find("input file " + (dir / "in.jsonl") + " is shorter"),
+            std::string::npos)
+      << summary.status().message();
+  EXPECT_NE(summary.status().message().find("reset the application (Application::Reset())"),
+            std::string::npos);
+}
+
+// Over 1 MiB before the append, so the source's window spans refills of its read buffer.
+TEST(Application, AnInputFileAppendedToResumesWithTheNewLinesOnlyExactlyOnce) {
+  TempDir dir;
+  const std::vector<std::string> before = Events(0, 20000);
+  const std::vector<std::string> after = Events(20000, 20500);
+  WriteLines(dir / "in.jsonl", before);
+  auto first = RunFileCount(dir, dir / "in.jsonl");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->records_in, 20000);
+  {
+    std::ofstream grow(dir / "in.jsonl", std::ios::app);
+    for (const std::string& line : after) grow << line << '\n';
+  }
+  auto summary = RunFileCount(dir, dir / "in.jsonl");
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->records_in, 500);
+  EXPECT_EQ(summary->dead_letters, 0);
+
+  TempDir reference;
+  std::vector<std::string> all = before;
+  all.insert(all.end(), after.begin(), after.end());
+  WriteLines(reference / "in.jsonl", all);
+  ASSERT_TRUE(RunFileCount(reference, reference / "in.jsonl").ok());
+  EXPECT_EQ(ReadLines(dir / "out.jsonl"), ReadLines(reference / "out.jsonl"));
+}
+
+TEST(Application, AFileSinkToDevNullRunsAndResumes) {
+  TempDir dir;
+  WriteLines(dir / "in.jsonl", Events(0, 20));
+  for (int run = 0; run < 2; ++run) {
+    Application app(Options(dir));
+    BuildFileCount(app, dir / "in.jsonl", "/dev/null");
+    auto summary = app.Run();
+    ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+    EXPECT_EQ(summary->records_out, run == 0 ? 20 : 0);
+  }
+}
+
+TEST(Application, AFileSinkToAFifoWritesEveryRecordToItsReader) {
+  TempDir dir;
+  WriteLines(dir / "in.jsonl", Events(0, 20));
+  ASSERT_EQ(::mkfifo((dir / "out.fifo").c_str(), 0600), 0);
+  std::vector<std::string> received;
+  std::thread reader([&] { received = ReadLines(dir / "out.fifo"); });
+  Application app(Options(dir));
+  BuildFileCount(app, dir / "in.jsonl", dir / "out.fifo");
+  auto summary = app.Run();
+  if (!summary.ok()) {
+    // The run never opened the FIFO: a writer that comes and goes lets the reader go.
+    ::close(::open((dir / "out.fifo").c_str(), O_WRONLY | O_NONBLOCK));
+  }
+  reader.join();  // the FIFO closes with the run
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  TempDir reference;
+  WriteLines(reference / "in.jsonl", Events(0, 20));
+  ASSERT_TRUE(RunFileCount(reference, reference / "in.jsonl").ok());
+  EXPECT_EQ(received, ReadLines(reference / "out.jsonl"));
+}
+
 TEST(Application, ADataDirectoryInUseIsRefused) {
   TempDir dir;
-  auto held = app::DataDirLock::Acquire(dir / "data");
+  auto held = app::DataDirLock::Acquire(dir / "data", "--data-dir");
   ASSERT_TRUE(held.ok());
   WriteLines(dir / "in.jsonl", {Event("ann", 1, "/a", 1)});
   Application app(TestOptions(dir));
@@ -224,6 +366,9 @@ TEST(Application, ADataDirectoryInUseIsRefused) {
   auto summary = app.Run();
   ASSERT_FALSE(summary.ok());
   EXPECT_NE(summary.status().message().find("is in use by another process"), std::string::npos);
+  EXPECT_NE(summary.status().message().find("choose another ApplicationOptions::data_dir"),
+            std::string::npos)
+      << summary.status().message();
 }
 
 TEST(Application, AnUnknownSourceTopicIsNamed) {

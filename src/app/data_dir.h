@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <string_view>
 
 #include "core/files.h"
 #include "weir/status.h"
@@ -19,10 +20,12 @@ namespace weir::app {
 class DataDirLock {
  public:
   // Creates the directory if needed and locks it. kUnavailable "data directory X is in use by
-  // another process (pid N); stop it or choose another --data-dir" if another process (or
-  // another DataDirLock of this one) holds it; kIOError/kResourceExhausted naming the path if
-  // it cannot be created or written.
-  static Result<std::unique_ptr<DataDirLock>> Acquire(const std::filesystem::path& dir);
+  // another process (pid N); stop it or choose another <data_dir_option>" if another process
+  // (or another DataDirLock of this one) holds it; kIOError/kResourceExhausted naming the path
+  // if it cannot be created or written. `data_dir_option` is how the caller sets the directory
+  // ("--data-dir", "ApplicationOptions::data_dir").
+  static Result<std::unique_ptr<DataDirLock>> Acquire(const std::filesystem::path& dir,
+                                                      std::string_view data_dir_option);
   const std::filesystem::path& dir() const { return lock_.dir(); }
 
  private:

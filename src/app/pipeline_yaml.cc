@@ -118,6 +118,7 @@ Result<ApplicationOptions> ParseApplicationOptions(const ConfigNode& top,
   options.data_dir = overrides.data_dir;
   options.on_progress = overrides.on_progress;
   options.services = overrides.services;
+  options.ways_out = overrides.ways_out;
   if (auto name = top.Get("name")) {
     WEIR_ASSIGN_OR_RETURN(options.name, name->String());
   } else {

@@ -54,6 +54,7 @@ struct PipelineOverrides {
   int workers = 0;  // 0: keep the file's (or the default)
   std::function<void(const std::string&)> on_progress;
   std::vector<std::shared_ptr<RunService>> services;
+  WaysOut ways_out;  // how refusals name their ways out (the CLI's flags from `weir run`)
   // The kinds the file may name; nullptr: the engine's own (dataflow::BuiltinKinds()).
   const dataflow::KindRegistry* kinds = nullptr;
 };

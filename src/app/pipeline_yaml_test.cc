@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "app/data_dir.h"
 #include "app/testing.h"
 #include "dataflow/graph.h"
 
@@ -176,6 +177,40 @@ TEST(PipelineYaml, AValidPipelineRunsWithPathsRelativeToTheFile) {
       ReadLines(dir / "out.jsonl"),
       (std::vector<std::string>{R"({"key":"a","timestamp":1,"value":{"orders":1,"spent":2.5}})",
                                 R"({"key":"a","timestamp":3,"value":{"orders":2,"spent":3.5}})"}));
+}
+
+// `weir run` passes its flags as the ways out; the same refusals from C++ name the API.
+TEST(PipelineYaml, RefusalsNameTheWaysOutTheCallerGave) {
+  TempDir dir;
+  WriteLines(dir / "a.jsonl", {R"({"user":"a","ts":1})"});
+  WriteLines(dir / "b.jsonl", {R"({"user":"b","ts":2})"});
+  PipelineOverrides overrides;
+  overrides.data_dir = dir / "data";
+  overrides.ways_out = {.reset = "weir run --reset", .data_dir = "--data-dir"};
+  auto run = [&](const std::string& input) {
+    auto app = LoadPipelineText(
+        "source: {file: " + input + ", key: user, timestamp: ts}\nsink: {file: out.jsonl}\n",
+        "p.yaml", dir.path(), overrides);
+    EXPECT_TRUE(app.ok()) << app.status().ToString();
+    return (*app)->Run();
+  };
+  ASSERT_TRUE(run("a.jsonl").ok());
+  auto moved = run("b.jsonl");
+  ASSERT_FALSE(moved.ok());
+  EXPECT_NE(moved.status().message().find("reset it (weir run --reset)"), std::string::npos)
+      << moved.status().message();
+  WriteLines(dir / "a.jsonl", {R"({"user":"c","ts":3})"});
+  auto rewritten = run("a.jsonl");
+  ASSERT_FALSE(rewritten.ok());
+  EXPECT_NE(rewritten.status().message().find("reset the application (weir run --reset)"),
+            std::string::npos)
+      << rewritten.status().message();
+  auto held = DataDirLock::Acquire(dir / "data", "--data-dir");
+  ASSERT_TRUE(held.ok());
+  auto locked = run("a.jsonl");
+  ASSERT_FALSE(locked.ok());
+  EXPECT_NE(locked.status().message().find("choose another --data-dir"), std::string::npos)
+      << locked.status().message();
 }
 
 TEST(PipelineYaml, PacingChangesDoNotChangeTheDefinition) {

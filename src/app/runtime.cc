@@ -43,7 +43,7 @@ void Runtime::Progress(const std::string& line) {
 
 Status Runtime::Setup() {
   std::filesystem::path data_dir(options_.data_dir);
-  WEIR_ASSIGN_OR_RETURN(lock_, DataDirLock::Acquire(data_dir));
+  WEIR_ASSIGN_OR_RETURN(lock_, DataDirLock::Acquire(data_dir, options_.ways_out.data_dir));
   log::LogOptions log_options;
   log_options.dir = data_dir / "log";
   log_options.fsync = options_.fsync;
@@ -66,8 +66,8 @@ Status Runtime::Setup() {
       return Status::FailedPrecondition(
           "pipeline '" + options_.name + "' changed since its last checkpoint (" +
           std::to_string(manifest->checkpoint) + ", in " + app_dir_.string() + "): " + *change +
-          "; its state would not fit the new definition; reset it (weir run --reset) or give it "
-          "another name");
+          "; its state would not fit the new definition; reset it (" + options_.ways_out.reset +
+          ") or give it another name");
     }
     manifest->definition = definition;  // options that may change did: record what runs now
   }
@@ -102,7 +102,7 @@ Status Runtime::Setup() {
   for (const SubTopology& sub : plan_.subtopologies) {
     for (int32_t p = 0; p < sub.partitions; ++p) {
       tasks_.push_back(std::make_unique<Task>(*this, sub, PartitionId(p)));
-      WEIR_RETURN_IF_ERROR(tasks_.back()->Open(manifest_.checkpoint));
+      WEIR_RETURN_IF_ERROR(WithWayToStartOver(tasks_.back()->Open(manifest_.checkpoint)));
     }
   }
   // Services start once everything opened: a run that cannot start says only why.
@@ -160,10 +160,17 @@ void Runtime::ReportProgress(int64_t checkpoint, int64_t records_in) {
   last_progress_ = {now, records_in};
 }
 
+Status Runtime::WithWayToStartOver(Status status) const {
+  if (status.code() != StatusCode::kFailedPrecondition && status.code() != StatusCode::kCorruption)
+    return status;
+  return Status(status.code(), status.message() + "; to start over, reset the application (" +
+                                   options_.ways_out.reset + ")");
+}
+
 void Runtime::Fail(Status status) {
   {
     std::lock_guard lock(mu_);
-    if (error_.ok()) error_ = std::move(status);
+    if (error_.ok()) error_ = WithWayToStartOver(std::move(status));
   }
   coordinator_cv_.notify_all();
 }

@@ -67,6 +67,10 @@ class Runtime {
  private:
   Status Setup();
   Status Recover(const CheckpointManifest& manifest);
+  // A task that cannot go on from its checkpoint (its input changed, its state is unreadable:
+  // kFailedPrecondition, kCorruption, when it opens or as it runs) is refused with the way to
+  // start over, in the caller's words (ApplicationOptions::ways_out).
+  Status WithWayToStartOver(Status status) const;
   Status Checkpoint();
   // Deletes the repartition records that every reading task's committed checkpoint has passed
   // (whole segments), as Kafka Streams purges its repartition topics after a commit.

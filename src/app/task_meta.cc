@@ -41,7 +41,7 @@ class MetaReader {
     if (version != kTaskMetaVersion) {
       return Bad("unknown format version " + std::to_string(version) + " (this build reads " +
                  std::to_string(kTaskMetaVersion) + "; state written by another version of " +
-                 "weir cannot be resumed: run with --reset)");
+                 "weir cannot be resumed)");
     }
     if (in_[1] != kind_.tag) {
       return Bad("the value stored is of another kind (tag " +

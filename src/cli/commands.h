@@ -22,6 +22,12 @@ const dataflow::KindRegistry& PipelineKinds();
 std::shared_ptr<RunService> ServeTopicsWhileRunning(
     ServerOptions options, std::function<void(int port)> on_listening = {});
 
+// How a pipeline's refusals name their ways out on the command line: `weir run --reset`,
+// `--data-dir`.
+inline WaysOut CommandLineWaysOut() {
+  return {.reset = "weir run --reset", .data_dir = "--data-dir"};
+}
+
 // Prints "weir: <message>" and returns 1 (2 for bad input or configuration).
 int Fail(const Status& status);
 

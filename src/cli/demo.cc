@@ -211,6 +211,7 @@ Result<RunSummary> RunPipeline(const DemoArgs& args, const std::filesystem::path
     std::printf("     %s\n", path.c_str());
   app::PipelineOverrides overrides;
   overrides.data_dir = args.data_dir;
+  overrides.ways_out = CommandLineWaysOut();
   overrides.kinds = &PipelineKinds();
   WEIR_ASSIGN_OR_RETURN(std::unique_ptr<Application> app,
                         app::LoadPipelineFile((dir / file_name).string(), overrides));

@@ -16,7 +16,7 @@ struct LocalLog {
   ~LocalLog() { log.reset(); }
   static Result<LocalLog> Open(const std::string& data_dir, const std::string& fsync = "group") {
     LocalLog local;
-    WEIR_ASSIGN_OR_RETURN(local.lock, app::DataDirLock::Acquire(data_dir));
+    WEIR_ASSIGN_OR_RETURN(local.lock, app::DataDirLock::Acquire(data_dir, "--data-dir"));
     log::LogOptions options;
     options.dir = std::filesystem::path(data_dir) / "log";
     WEIR_ASSIGN_OR_RETURN(options.fsync, ParseFsyncPolicy(fsync));

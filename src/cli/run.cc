@@ -46,6 +46,7 @@ int Run(const RunArgs& args) {
   app::PipelineOverrides overrides;
   overrides.data_dir = args.data_dir;
   overrides.workers = args.workers;
+  overrides.ways_out = CommandLineWaysOut();
   if (!args.quiet) {
     overrides.on_progress = [](const std::string& line) {
       std::fprintf(stderr, "weir: %s\n", line.c_str());

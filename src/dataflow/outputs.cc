@@ -1,6 +1,7 @@
 #include "dataflow/outputs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,20 +38,29 @@ Status TopicWriter::Flush() {
 Result<std::unique_ptr<SharedFile>> SharedFile::Open(const std::string& path, int64_t length) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return Status::FromErrno(errno, "opening output file " + path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    Status s = Status::FromErrno(errno, "opening output file " + path);
+    ::close(fd);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return std::unique_ptr<SharedFile>(new SharedFile(path, fd, Kind::kStream, 0));
+  }
   if (::ftruncate(fd, length) != 0 || ::lseek(fd, length, SEEK_SET) != length) {
     Status s = Status::FromErrno(errno, "cutting output file " + path + " back to its checkpoint");
     ::close(fd);
     return s;
   }
-  return std::unique_ptr<SharedFile>(new SharedFile(path, fd, false, length));
+  return std::unique_ptr<SharedFile>(new SharedFile(path, fd, Kind::kRegular, length));
 }
 
 std::unique_ptr<SharedFile> SharedFile::Stdout() {
-  return std::unique_ptr<SharedFile>(new SharedFile("<stdout>", STDOUT_FILENO, true, 0));
+  return std::unique_ptr<SharedFile>(new SharedFile("<stdout>", STDOUT_FILENO, Kind::kStdout, 0));
 }
 
 SharedFile::~SharedFile() {
-  if (!is_stdout_) ::close(fd_);
+  if (kind_ != Kind::kStdout) ::close(fd_);
 }
 
 Status SharedFile::Append(std::string_view lines) {
@@ -58,7 +68,7 @@ Status SharedFile::Append(std::string_view lines) {
   Status s = WriteAll(fd_, lines, path_);
   if (s.ok()) {
     length_ += static_cast<int64_t>(lines.size());
-  } else if (!is_stdout_) {
+  } else if (kind_ == Kind::kRegular) {
     // A partial write (a full disk) must not leave half a line: cut back. If that fails too, the
     // file ends where the write stopped.
     if (::ftruncate(fd_, length_) != 0 || ::lseek(fd_, length_, SEEK_SET) != length_) {
@@ -70,7 +80,7 @@ Status SharedFile::Append(std::string_view lines) {
 
 Result<int64_t> SharedFile::Sync() {
   std::lock_guard lock(mu_);
-  if (is_stdout_) return int64_t{0};
+  if (kind_ != Kind::kRegular) return int64_t{0};
   if (::fdatasync(fd_) != 0) return Status::FromErrno(errno, "syncing " + path_);
   return length_;
 }

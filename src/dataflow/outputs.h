@@ -5,8 +5,10 @@
 // Threads: a TopicWriter or LineWriter belongs to one task (one thread). SharedFile is shared
 // by every task writing the same file and locks per hand-over.
 // Durability: topics' appends become durable and visible at the application's checkpoint (the
-// topics are transactional); a SharedFile is fsynced at the checkpoint and cut back to its last
-// checkpointed length on recovery.
+// topics are transactional); a SharedFile that is a regular file is fsynced at the checkpoint
+// and cut back to its last checkpointed length on recovery. One that is not (a device such as
+// /dev/null, a FIFO) and stdout are written as records come, at least once: nothing is synced
+// or cut back, and a restart writes again what followed the last checkpoint.
 #pragma once
 
 #include <cstdio>
@@ -45,23 +47,30 @@ class TopicWriter {
 // A file of lines written by several tasks, or the process's stdout.
 class SharedFile {
  public:
-  // Opens `path` for writing, cut to `length` bytes (recovery); creates it if missing.
+  // Opens `path` for writing, creating a regular file if missing: a regular file is cut to
+  // `length` bytes (recovery); anything else is written from where it stands (a FIFO: the open
+  // waits for a reader, as any writer's does).
   static Result<std::unique_ptr<SharedFile>> Open(const std::string& path, int64_t length);
   static std::unique_ptr<SharedFile> Stdout();
   ~SharedFile();
 
   Status Append(std::string_view lines);
-  // Writes what is buffered and fsyncs; returns the file's length (stdout: 0).
+  // Writes what is buffered and fsyncs; returns the file's length (0 unless a regular file).
   Result<int64_t> Sync();
   const std::string& path() const { return path_; }
 
  private:
-  SharedFile(std::string path, int fd, bool is_stdout, int64_t length)
-      : path_(std::move(path)), fd_(fd), is_stdout_(is_stdout), length_(length) {}
+  enum class Kind {
+    kRegular,  // synced and cut back: exactly once
+    kStream,   // a device or a FIFO: at least once
+    kStdout,   // the process's, not closed
+  };
+  SharedFile(std::string path, int fd, Kind kind, int64_t length)
+      : path_(std::move(path)), fd_(fd), kind_(kind), length_(length) {}
 
   std::string path_;
   int fd_;
-  bool is_stdout_;
+  Kind kind_;
   std::mutex mu_;
   int64_t length_;  // guarded by mu_
 };

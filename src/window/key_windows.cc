@@ -74,8 +74,7 @@ Result<KeyState> KeyState::Open(Value& state, const WindowStateLayout& layout) {
   if (slots[kVersion].as_int() != kWindowStateVersion) {
     return BadState("format version " + std::to_string(slots[kVersion].as_int()) +
                     " (this build reads " + std::to_string(kWindowStateVersion) +
-                    "; state written by another version of weir cannot be resumed: run with "
-                    "--reset)");
+                    "; state written by another version of weir cannot be resumed)");
   }
   if (slots.size() < kHeaderSlots) return BadState("truncated header");
   const std::pair<HeaderSlot, const char*> int_fields[] = {{kSerde, "key serde"},

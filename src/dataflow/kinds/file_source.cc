@@ -1,13 +1,23 @@
 // The file source kind: JSON lines from a file, one partition, ending at the end of the file
 // (Application::FromFile; YAML `source: {file: PATH, key, timestamp, dead_letter, rate}`). A
 // line that is not a record (malformed JSON, a missing or mistyped key or timestamp) goes to the
-// dead-letter topic with its line number. The position (byte, line) is checkpointed; a file
-// shorter than its checkpointed position is refused (it changed).
+// dead-letter topic with its line number.
+//
+// The checkpointed position is "byte:line:window:crc": the first unread byte, the lines read,
+// and the CRC-32C of the `window` bytes before that byte (the last 64 KiB read, or all of them
+// if fewer). A restart checks the file against it: a file shorter than the byte, or whose
+// window no longer has that checksum, was rewritten or truncated, not appended to, and is
+// refused, naming the file, the byte and what differs. A file that only grew resumes at the
+// byte. The window is kept in the read buffer, so a checkpoint costs a checksum of 64 KiB and
+// no read; an edit further back than the window is not seen. A position saved before the
+// window was recorded ("byte:line") is checked for length only.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/parse.h"
@@ -16,6 +26,7 @@
 #include "dataflow/json_records.h"
 #include "dataflow/kind_registry.h"
 #include "dataflow/sources.h"
+#include "log/record_format.h"
 #include "weir/application.h"
 
 namespace weir::dataflow {
@@ -27,16 +38,23 @@ int64_t WallClockMs() {
       .count();
 }
 
-// Parses "a:b" of two integers (a saved position).
-bool ParsePair(std::string_view saved, int64_t& a, int64_t& b) {
-  size_t colon = saved.find(':');
-  if (colon == std::string_view::npos) return false;
-  auto first = ParseInt64(saved.substr(0, colon), "saved position");
-  auto second = ParseInt64(saved.substr(colon + 1), "saved position");
-  if (!first.ok() || !second.ok()) return false;
-  a = *first;
-  b = *second;
+// The integers of a saved position, "a:b:...": false unless there are `count` of them.
+bool ParseFields(std::string_view saved, int64_t* fields, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    const size_t colon = i + 1 < count ? saved.find(':') : saved.size();
+    if (colon == std::string_view::npos) return false;
+    auto field = ParseInt64(saved.substr(0, colon), "saved position");
+    if (!field.ok()) return false;
+    fields[i] = *field;
+    saved.remove_prefix(std::min(colon + 1, saved.size()));
+  }
   return true;
+}
+
+std::string Hex(uint32_t crc) {
+  char text[11];
+  std::snprintf(text, sizeof text, "0x%08x", crc);
+  return text;
 }
 
 class FileSource : public Source {
@@ -80,11 +98,9 @@ class FileSource : public Source {
     std::string line;
     char chunk[4096];
     for (int64_t at = token;;) {
-      ssize_t n = ::pread(fd_, chunk, sizeof chunk, at);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Status::FromErrno(errno, "reading " + options_.path);
-      const void* nl = std::memchr(chunk, '\n', static_cast<size_t>(n));
-      size_t take = nl ? static_cast<const char*>(nl) - chunk : static_cast<size_t>(n);
+      WEIR_ASSIGN_OR_RETURN(size_t n, ReadAt(at, chunk, sizeof chunk));
+      const void* nl = std::memchr(chunk, '\n', n);
+      size_t take = nl ? static_cast<const char*>(nl) - chunk : n;
       line.append(chunk, take);
       if (nl != nullptr || n == 0) break;
       at += n;
@@ -99,25 +115,54 @@ class FileSource : public Source {
   }
 
   std::string SavePosition() const override {
-    return std::to_string(consumed_offset_) + ":" + std::to_string(line_number_);
+    const size_t window = std::min(kWindow, buffer_begin_);
+    const uint32_t crc =
+        log::Crc32c(0, std::string_view(buffer_.data() + buffer_begin_ - window, window));
+    return std::to_string(consumed_offset_) + ":" + std::to_string(line_number_) + ":" +
+           std::to_string(window) + ":" + std::to_string(crc);
   }
 
   Status RestorePosition(std::string_view saved) override {
-    int64_t byte, line;
-    if (!ParsePair(saved, byte, line)) {
-      return Status::Corruption("file source " + options_.path + ": bad saved position");
+    int64_t fields[4] = {};  // byte, line, window, crc
+    const bool windowed = ParseFields(saved, fields, 4);
+    const bool parsed = windowed || ParseFields(saved, fields, 2);
+    const int64_t byte = fields[0];
+    const int64_t line = fields[1];
+    const int64_t window = windowed ? fields[2] : std::min<int64_t>(kWindow, byte);
+    if (!parsed || byte < 0 || line < 0 || window < 0 || window > byte ||
+        window > int64_t{kChunk / 2}) {
+      return Status::Corruption("file source " + options_.path + ": bad saved position '" +
+                                std::string(saved) + "'");
     }
+    const std::string checkpointed = "the position its last checkpoint read up to (byte " +
+                                     std::to_string(byte) + ", line " + std::to_string(line) + ")";
     struct stat st;
     if (::fstat(fd_, &st) != 0) return Status::FromErrno(errno, "reading " + options_.path);
     if (st.st_size < byte) {
       return Status::FailedPrecondition(
           "input file " + options_.path + " is shorter (" + std::to_string(st.st_size) +
-          " bytes) than the position its last checkpoint read up to (" + std::to_string(byte) +
-          "): the file changed; restore it or reset the pipeline");
+          " bytes) than " + checkpointed + ": it was truncated or replaced; restore it as it was");
+    }
+    // The window becomes the read buffer's history, as if it had just been read.
+    buffer_.resize(std::max(buffer_.size(), kChunk));
+    size_t have = 0;
+    while (have < static_cast<size_t>(window)) {
+      WEIR_ASSIGN_OR_RETURN(size_t n, ReadAt(byte - window + static_cast<int64_t>(have),
+                                             buffer_.data() + have, window - have));
+      if (n == 0) break;
+      have += n;
+    }
+    const uint32_t crc = log::Crc32c(0, std::string_view(buffer_.data(), have));
+    if (windowed && (have != static_cast<size_t>(window) || crc != fields[3])) {
+      return Status::FailedPrecondition(
+          "input file " + options_.path + " changed before " + checkpointed + ": the " +
+          std::to_string(window) + " bytes before that byte had CRC-32C " +
+          Hex(static_cast<uint32_t>(fields[3])) + " and now have " + Hex(crc) +
+          "; it was rewritten, not only appended to; restore it as it was");
     }
     consumed_offset_ = file_offset_ = byte;
     line_number_ = line;
-    buffer_begin_ = buffer_end_ = 0;
+    buffer_begin_ = buffer_end_ = have;
     at_eof_ = false;
     return Status::OK();
   }
@@ -153,30 +198,42 @@ class FileSource : public Source {
     }
   }
 
-  // Moves the unread tail to the front and reads more, growing the buffer for long lines.
+  // Moves the unread tail, and the last kWindow bytes read before it (the checksum's window),
+  // to the front and reads more, growing the buffer for long lines.
   Status Fill() {
-    size_t tail = buffer_end_ - buffer_begin_;
+    const size_t keep_from = buffer_begin_ - std::min(kWindow, buffer_begin_);
+    const size_t kept = buffer_end_ - keep_from;
     if (buffer_.size() < kChunk) buffer_.resize(kChunk);
-    std::memmove(buffer_.data(), buffer_.data() + buffer_begin_, tail);
-    buffer_begin_ = 0;
-    buffer_end_ = tail;
-    if (buffer_.size() - tail < kChunk / 2) buffer_.resize(buffer_.size() * 2);
-    ssize_t n;
-    do {
-      n = ::pread(fd_, buffer_.data() + buffer_end_, buffer_.size() - buffer_end_, file_offset_);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) return Status::FromErrno(errno, "reading " + options_.path);
+    std::memmove(buffer_.data(), buffer_.data() + keep_from, kept);
+    buffer_begin_ -= keep_from;
+    buffer_end_ = kept;
+    if (buffer_.size() - kept < kChunk / 2) buffer_.resize(buffer_.size() * 2);
+    WEIR_ASSIGN_OR_RETURN(
+        size_t n, ReadAt(file_offset_, buffer_.data() + buffer_end_, buffer_.size() - buffer_end_));
     if (n == 0) at_eof_ = true;
     buffer_end_ += n;
-    file_offset_ += n;
+    file_offset_ += static_cast<int64_t>(n);
     return Status::OK();
   }
 
+  // One pread at `at`: the bytes read, 0 at the end of the file.
+  Result<size_t> ReadAt(int64_t at, char* out, size_t n) const {
+    ssize_t got;
+    do {
+      got = ::pread(fd_, out, n, at);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) return Status::FromErrno(errno, "reading " + options_.path);
+    return static_cast<size_t>(got);
+  }
+
   static constexpr size_t kChunk = 1 << 20;
+  static constexpr size_t kWindow = 64 << 10;
   FileSourceOptions options_;
   RecordExtraction extraction_;
   int fd_;
   RateLimiter limiter_;
+  // [0, buffer_begin_): bytes read before consumed_offset_, at least its last kWindow (or all
+  // of them if fewer); [buffer_begin_, buffer_end_): read, not consumed yet.
   std::string buffer_;
   size_t buffer_begin_ = 0;
   size_t buffer_end_ = 0;

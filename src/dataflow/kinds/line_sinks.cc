@@ -1,5 +1,6 @@
 // The file and stdout sink kinds: one JSON object per line, {"key", "timestamp", "value"}
-// (Stream::ToFile, exactly once: the file is cut back to the last checkpoint on recovery;
+// (Stream::ToFile, exactly once: the file is cut back to the last checkpoint on recovery, unless
+// it is not a regular file (/dev/null, a FIFO), which is written at least once;
 // Stream::ToStdout, at least once, as it happens). YAML `sink: {file: PATH}`,
 // `sink: {stdout: true}`.
 #include "dataflow/builtin_kinds.h"
