@@ -194,11 +194,15 @@ class Stream {
   Stream IntervalJoin(Stream right, IntervalJoinOptions options);
   Stream AsOfJoin(Stream right, AsOfJoinOptions options);
 
-  // Sinks: every record that reaches them is written exactly once (topics, files), printed
-  // (stdout: at least once, as it happens) or dropped (discard: to measure the engine alone).
+  // Sinks: every record that reaches them is written exactly once (topics, regular files),
+  // printed (stdout: at least once, as it happens) or dropped (discard: to measure the engine
+  // alone).
   void ToTopic(TopicSinkOptions options);
   void ToTopic(std::string topic) { ToTopic(TopicSinkOptions{.topic = std::move(topic)}); }
-  // One JSON object per line: {"key": ..., "timestamp": ..., "value": ...}.
+  // One JSON object per line: {"key": ..., "timestamp": ..., "value": ...}. Exactly once for a
+  // regular file (cut back to the last checkpoint on recovery). A path that is not a regular
+  // file (/dev/null, a character device, a FIFO: opening a FIFO waits for its reader) is
+  // written as records come, at least once, as stdout is: nothing is synced or cut back.
   void ToFile(std::string path);
   void ToStdout();
   void ToDiscard();

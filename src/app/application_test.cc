@@ -226,7 +226,7 @@ void BuildFileCount(Application& app, const std::string& input, const std::strin
 
 // One run of BuildFileCount over `input`, writing dir/out.jsonl.
 Result<RunSummary> RunFileCount(const TempDir& dir, const std::string& input) {
-  Application app(Options(dir));
+  Application app(TestOptions(dir));
   BuildFileCount(app, input, dir / "out.jsonl");
   return app.Run();
 }
@@ -242,7 +242,7 @@ TEST(Application, AChangedInputPathIsRefusedNamingTheSourceAndTheWayToStartOver)
   WriteLines(dir / "a.jsonl", Events(0, 50));
   WriteLines(dir / "b.jsonl", Events(100, 200));
   ASSERT_TRUE(RunFileCount(dir, dir / "a.jsonl").ok());
-  Application moved(Options(dir));
+  Application moved(TestOptions(dir));
   BuildFileCount(moved, dir / "b.jsonl", dir / "out.jsonl");
   auto summary = moved.Run();
   ASSERT_FALSE(summary.ok());
@@ -327,7 +327,7 @@ TEST(Application, AFileSinkToDevNullRunsAndResumes) {
   TempDir dir;
   WriteLines(dir / "in.jsonl", Events(0, 20));
   for (int run = 0; run < 2; ++run) {
-    Application app(Options(dir));
+    Application app(TestOptions(dir));
     BuildFileCount(app, dir / "in.jsonl", "/dev/null");
     auto summary = app.Run();
     ASSERT_TRUE(summary.ok()) << summary.status().ToString();
@@ -341,7 +341,7 @@ TEST(Application, AFileSinkToAFifoWritesEveryRecordToItsReader) {
   ASSERT_EQ(::mkfifo((dir / "out.fifo").c_str(), 0600), 0);
   std::vector<std::string> received;
   std::thread reader([&] { received = ReadLines(dir / "out.fifo"); });
-  Application app(Options(dir));
+  Application app(TestOptions(dir));
   BuildFileCount(app, dir / "in.jsonl", dir / "out.fifo");
   auto summary = app.Run();
   if (!summary.ok()) {
