@@ -1,5 +1,5 @@
 # How Weir's targets are declared, and how the build enforces the direction of dependencies
-# between modules (DESIGN.md §1).
+# between modules (docs/architecture.md §1).
 #
 # A module is a folder under src/ (src/dataflow, src/connectors/nats); its headers are included
 # by their path from src/ ("dataflow/graph.h"). Every target sees the public API (include/) and,
@@ -45,18 +45,21 @@ endfunction()
 
 # weir_cc_library(NAME name SRCS ... DEPS ...) makes the static library weir_<name> with the
 # alias weir::<name>. Every weir:: dependency must already exist when a library is declared:
-# modules are declared bottom-up (DESIGN.md §1), so a dependency cycle fails configuration.
+# modules are declared bottom-up (docs/architecture.md §1), so a dependency cycle fails
+# configuration.
 function(weir_cc_library)
   cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
   foreach(dep IN LISTS ARG_DEPS)
     if(dep MATCHES "^weir::" AND NOT TARGET ${dep})
       message(FATAL_ERROR "weir::${ARG_NAME} depends on ${dep}, which is not declared yet: "
-                          "modules depend downwards only (DESIGN.md §1)")
+                          "modules depend downwards only (docs/architecture.md §1)")
     endif()
   endforeach()
   add_library(weir_${ARG_NAME} STATIC ${ARG_SRCS})
   add_library(weir::${ARG_NAME} ALIAS weir_${ARG_NAME})
-  target_include_directories(weir_${ARG_NAME} PUBLIC ${PROJECT_SOURCE_DIR}/include)
+  target_include_directories(weir_${ARG_NAME} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(weir_${ARG_NAME} PUBLIC ${ARG_DEPS})
   weir_current_module(own)
   weir_module_folders(folders ${ARG_DEPS})

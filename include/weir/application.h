@@ -4,13 +4,28 @@
 // runs them on worker threads and checkpoints every `checkpoint_interval` or
 // `checkpoint_records` records: state, consumed positions and output positions are made
 // durable together, so on the embedded log a crash at any instant followed by another Run()
-// gives the outputs of a run that never crashed (DESIGN.md §4).
+// gives the outputs of a run that never crashed (docs/architecture.md §4).
 //
 // Bounded sources (files, bounded topics, generators with a count) end: their watermark goes to
 // +infinity, every downstream task drains, and Run() returns after a final checkpoint.
 // Otherwise Run() returns after Stop() (thread-safe, e.g. from a signal handler's thread).
 //
 // One process at a time may use a data directory (it is locked).
+//
+// What a resume checks. Each checkpoint records the graph as Definition() describes it (in
+// <data_dir>/apps/<name>/manifest.json): every step in the order it was added, with its kind,
+// its name (given, or "<kind>-<index>"), its parents, and the options its kind declares fixed,
+// for example a file source's path, key, key type and timestamp field; a topic source's or
+// sink's topic; a GroupBy's field, type and partitions; a window's kind, size, closing, emit mode
+// and aggregations (each by kind and field). Options declared changeable (rates, a session's gap,
+// grace, a join's timeouts) are recorded as they ran last. Run() refuses to resume, naming the
+// step and the option with both values, when a step was added, removed, renamed, moved to other
+// parents or is of another kind, or when a fixed option differs.
+// A file source's saved position also carries a checksum of the 64 KiB read before it: a file
+// rewritten or cut shorter under the same path is refused (one that only grew resumes).
+// The engine records nothing of the functions given to Map, Filter, FlatMap, Apply, Update,
+// SelectKey or a Reduce aggregation (only the step's kind and name): a changed function resumes
+// over the old state. Rename the step, or Reset(), when its state no longer fits.
 #pragma once
 
 #include <atomic>
@@ -56,8 +71,10 @@ struct WaysOut {
   std::string data_dir = "ApplicationOptions::data_dir";  // where another data directory is set
 };
 
+// Every member of an option struct has a default initializer, so that a designated initializer
+// naming some of them compiles without -Wmissing-field-initializers warnings.
 struct ApplicationOptions {
-  std::string name;  // 1-200 of [A-Za-z0-9._-]; names state, internal topics, DLQ
+  std::string name{};  // 1-200 of [A-Za-z0-9._-]; names state, internal topics, DLQ
   std::string data_dir = "./weir-data";
   int workers = 0;  // worker threads; 0: min(cores, tasks)
   int32_t partitions =
@@ -66,15 +83,15 @@ struct ApplicationOptions {
   int64_t checkpoint_records = 1'000'000;   // also checkpoint after this many input records
   FsyncPolicy fsync = FsyncPolicy::kGroup;  // when the log fsyncs (weir/fsync.h)
   // Progress lines (resuming, throughput) go here; empty: silent.
-  std::function<void(const std::string&)> on_progress;
+  std::function<void(const std::string&)> on_progress{};
   // Called on the coordinator thread after each committed checkpoint, with its number and the
   // records read from sources since the run started. It may call Stop().
-  std::function<void(int64_t checkpoint, int64_t records_in)> on_checkpoint;
+  std::function<void(int64_t checkpoint, int64_t records_in)> on_checkpoint{};
   // Started once the log is open, stopped before it closes (RunService).
-  std::vector<std::shared_ptr<RunService>> services;
+  std::vector<std::shared_ptr<RunService>> services{};
   // Named by refusals: a changed definition or input, state this build cannot read, a data
   // directory in use.
-  WaysOut ways_out;
+  WaysOut ways_out{};
 };
 
 // What a run did, for the CLI's summary and for tests.
@@ -127,7 +144,7 @@ class Application {
 
   const ApplicationOptions& options() const { return options_; }
   // The definition a restart must match, as the checkpoint records it (JSON: every step's kind,
-  // name, parents and options). A restart whose fixed options differ is refused.
+  // name, parents, fixed and changeable options; see "What a resume checks" above).
   std::string Definition() const;
 
  private:

@@ -1,4 +1,4 @@
-// Joins (DESIGN.md §7): nodes with several parent streams.
+// Joins (docs/architecture.md §7): nodes with several parent streams.
 //
 // Input-group assembly: `app.Join({{"camera", cam}, {"lidar", lidar}}, options)` assembles
 // one group per correlation id (trace mode) or per instant of event time (time mode) and emits
@@ -50,8 +50,9 @@
 // Output {"left": v, "right": v}, at max(left.ts, right.ts); with `left_outer`, a left event that
 // found no match is emitted with "right": null once no right event can still match it.
 //
-// As-of join: `left.AsOfJoin(right, {...})` emits, for each left event, the latest right value of
-// the same key at or before the left time (and within `lookback` if given, else null):
+// As-of join: `left.AsOfJoin(right, {.lookback = 60s})` emits, for each left event, the latest
+// right value of the same key at or before the left time (and within `lookback` if given, else
+// null):
 // {"left": v, "right": v | null}. A left event is emitted once the watermark has reached its
 // time, so a right event that arrives out of order (within `grace`) is still seen.
 //
@@ -76,16 +77,16 @@ enum class MissingPolicy { kDrop, kError };
 
 struct JoinOptions {
   JoinMode mode = JoinMode::kTrace;
-  std::string name;  // the step name; empty: "join-<index>"
+  std::string name{};  // the step name; empty: "join-<index>"
   // Trace mode: the value field holding the correlation id (string or integer); empty: the
   // record key. A message without it is a dead letter.
-  std::string trace_field;
+  std::string trace_field{};
   // Time mode: the value field with the event time in ms; empty or absent: the record timestamp.
-  std::string time_field;
+  std::string time_field{};
   std::chrono::milliseconds tolerance{0};  // time mode: REQUIRED > 0
   std::chrono::milliseconds timeout{0};    // event time; 0: none (wait for the end of input)
   int quorum = 0;                          // time mode; 0: every synchronized parent
-  std::map<std::string, std::chrono::milliseconds> collect;  // time mode: parent -> window
+  std::map<std::string, std::chrono::milliseconds> collect{};  // time mode: parent -> window
   MissingPolicy missing = MissingPolicy::kDrop;
   int64_t max_pending = 10'000;
   int64_t collect_cap = 0;  // per collect parent; 0: max(1024, 16 * max_pending)
@@ -103,19 +104,19 @@ struct IntervalJoinOptions {
     return options;
   }
 
-  std::string name;
+  std::string name{};
   std::chrono::milliseconds lower{0};  // right.ts >= left.ts - lower
   std::chrono::milliseconds upper{0};  // right.ts <= left.ts + upper
   bool left_outer = false;
   std::chrono::milliseconds grace{0};  // out-of-orderness accepted before an event is late
-  std::string late_topic;              // empty: "<application>.late"
+  std::string late_topic{};            // empty: "<application>.late"
 };
 
 struct AsOfJoinOptions {
-  std::string name;
+  std::string name{};
   std::chrono::milliseconds lookback{0};  // 0: unbounded (the latest right value of the key)
   std::chrono::milliseconds grace{0};
-  std::string late_topic;
+  std::string late_topic{};
 };
 
 }  // namespace weir

@@ -19,8 +19,8 @@ struct ServerOptions {
   int64_t max_backlog = 8'192;      // messages not yet written to a subscriber's socket
   std::chrono::milliseconds idle_timeout{60'000};
   std::chrono::milliseconds handshake_timeout{5'000};
-  std::string publish_token;    // empty: publishing needs no token
-  std::string subscribe_token;  // empty: subscribing needs no token
+  std::string publish_token{};    // empty: publishing needs no token
+  std::string subscribe_token{};  // empty: subscribing needs no token
 };
 
 }  // namespace weir

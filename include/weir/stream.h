@@ -1,4 +1,4 @@
-// The Stream API: a fluent description of a dataflow (DESIGN.md §4, §12).
+// The Stream API: a fluent description of a dataflow (docs/architecture.md §4, §12).
 //
 //   weir::Application app({.name = "purchases", .data_dir = "./weir-data"});
 //   app.FromFile({.path = "events.jsonl", .key = {"user"}, .timestamp_field = "ts"})
@@ -6,7 +6,7 @@
 //       .GroupBy("page")
 //       .Aggregate({{"sales", weir::agg::Count()}, {"revenue", weir::agg::Sum("amount")}})
 //       .ToTopic("sales-by-page");
-//   weir::Result<weir::RunSummary> run = app.Run();
+//   weir::Result<weir::RunSummary> summary = app.Run();
 //
 // A Stream is a cheap handle on a node of the application's graph; every method adds a step
 // after it and returns the new stream, so a stream can branch (two steps after one node). The
@@ -71,16 +71,16 @@ class State {
 
 // Where a record's key comes from when a source parses JSON: a field of the value, of a type.
 struct KeySpec {
-  std::string field;  // dotted path; empty: the source's own key (topics)
+  std::string field{};  // dotted path; empty: the source's own key (topics)
   KeySerde type = KeySerde::kString;
 };
 
 struct FileSourceOptions {
-  std::string path;               // JSON lines
-  KeySpec key;                    // REQUIRED field for files
-  std::string timestamp_field;    // integer ms; empty: the time the line is read
-  std::string dead_letter_topic;  // empty: "<application>.dlq"
-  double max_rate = 0;            // records/s; 0: as fast as possible
+  std::string path{};               // JSON lines
+  KeySpec key{};                    // REQUIRED field for files
+  std::string timestamp_field{};    // integer ms; empty: the time the line is read
+  std::string dead_letter_topic{};  // empty: "<application>.dlq"
+  double max_rate = 0;              // records/s; 0: as fast as possible
 };
 
 // Where a topic source starts reading a partition the application has no checkpoint for. Once a
@@ -92,10 +92,10 @@ enum class TopicStart {
 };
 
 struct TopicSourceOptions {
-  std::string topic;
-  KeySpec key;                    // empty field: keep the stored key
-  std::string timestamp_field;    // empty: keep the stored timestamp
-  std::string dead_letter_topic;  // empty: "<application>.dlq"
+  std::string topic{};
+  KeySpec key{};                    // empty field: keep the stored key
+  std::string timestamp_field{};    // empty: keep the stored timestamp
+  std::string dead_letter_topic{};  // empty: "<application>.dlq"
   // Read up to the end the topic had when the run started, then finish (like a file);
   // otherwise follow it until stopped.
   bool bounded = false;
@@ -133,13 +133,13 @@ struct GeneratorOptions {
 // `dead_letter_subject` with its reason and terminated.
 struct JetStreamSourceOptions {
   std::string url = "nats://127.0.0.1:4222";
-  std::string stream;               // REQUIRED: the JetStream stream
-  std::string subject;              // the consumer's filter subject; empty: the whole stream
-  std::string durable;              // REQUIRED: the durable consumer's name (created if missing)
-  KeySpec key;                      // empty field: the null key
-  std::string timestamp_field;      // empty: the time JetStream stored the message
-  std::string dead_letter_topic;    // empty: "<application>.dlq"
-  std::string dead_letter_subject;  // empty: "<stream>.dlq"
+  std::string stream{};               // REQUIRED: the JetStream stream
+  std::string subject{};              // the consumer's filter subject; empty: the whole stream
+  std::string durable{};              // REQUIRED: the durable consumer's name (created if missing)
+  KeySpec key{};                      // empty field: the null key
+  std::string timestamp_field{};      // empty: the time JetStream stored the message
+  std::string dead_letter_topic{};    // empty: "<application>.dlq"
+  std::string dead_letter_subject{};  // empty: "<stream>.dlq"
   int max_deliver = 5;
   std::chrono::milliseconds ack_wait{30'000};
   // Read up to the stream's last message at the time the run started, then finish.
@@ -147,7 +147,7 @@ struct JetStreamSourceOptions {
 };
 
 struct TopicSinkOptions {
-  std::string topic;
+  std::string topic{};
   int32_t partitions = 0;  // for a new topic; 0: the producing step's task count
 };
 

@@ -69,14 +69,14 @@ struct SubscriptionOptions {
   // ws://HOST[:PORT]/streams/TOPIC[?partition=P][&token=T]. PORT defaults to 80, P to 0. HOST is
   // a name, an IPv4 address or a bracketed IPv6 address. The start offset is not part of the
   // URL (see `start`). wss:// is not supported.
-  std::string url;
+  std::string url{};
   // Where the last handled offset is kept; empty: no cursor. The directory must exist.
-  std::string cursor_file;
+  std::string cursor_file{};
   // Where to start when there is no cursor file: "earliest" (all the log still holds), "latest"
   // (only messages appended from now on) or a decimal offset.
   std::string start = "earliest";
   // Sent as `Authorization: Bearer TOKEN`; empty: none (or the URL's ?token=).
-  std::string token;
+  std::string token{};
   // TCP connect + WebSocket handshake + greeting, per attempt.
   std::chrono::milliseconds connect_timeout{10'000};
   // With nothing received for half of this, a ping is sent; with nothing for all of it the

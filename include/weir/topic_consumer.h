@@ -31,7 +31,7 @@ namespace weir {
 
 struct TopicConsumerOptions {
   std::string data_dir = "./weir-data";
-  std::string topic;       // REQUIRED
+  std::string topic{};     // REQUIRED
   int32_t partition = -1;  // -1: every partition
   // Where each partition is read from: the first retained record, the end it has at Open, or
   // start_offset (kOutOfRange at Open if retention removed it or it is past the end).

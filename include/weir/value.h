@@ -82,13 +82,13 @@ class Value {
   enum class Type : uint8_t { kNull, kBool, kInt, kDouble, kString, kArray, kObject };
 
   Value() = default;
-  Value(std::nullptr_t) {}                           // NOLINT(google-explicit-constructor)
-  Value(bool b) : v_(b) {}                           // NOLINT(google-explicit-constructor)
+  Value(std::nullptr_t) {}  // NOLINT(google-explicit-constructor)
+  Value(bool b) : v_(b) {}  // NOLINT(google-explicit-constructor)
   // Every integer type (int, size_t, long long, uint32_t, ...): an int, or a double for an
   // unsigned value beyond int64 (as JSON numbers beyond int64 parse).
   template <std::integral I>
-    requires(!std::same_as<I, bool> && !std::same_as<I, char>)
-  Value(I i) {  // NOLINT(google-explicit-constructor)
+  requires(!std::same_as<I, bool> && !std::same_as<I, char>)
+      Value(I i) {  // NOLINT(google-explicit-constructor)
     if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(int64_t)) {
       if (i > static_cast<I>(INT64_MAX)) {
         v_ = static_cast<double>(i);
@@ -97,12 +97,12 @@ class Value {
     }
     v_ = static_cast<int64_t>(i);
   }
-  Value(double d) : v_(d) {}                         // NOLINT(google-explicit-constructor)
-  Value(const char* s) : v_(String(s)) {}                   // NOLINT(google-explicit-constructor)
+  Value(double d) : v_(d) {}               // NOLINT(google-explicit-constructor)
+  Value(const char* s) : v_(String(s)) {}  // NOLINT(google-explicit-constructor)
   Value(const std::string& s) : v_(String(s.data(), s.size())) {}  // NOLINT
   Value(std::string_view s) : v_(String(s.data(), s.size())) {}    // NOLINT
-  Value(Array a) : v_(std::move(a)) {}               // NOLINT(google-explicit-constructor)
-  Value(Object o) : v_(std::move(o)) {}              // NOLINT(google-explicit-constructor)
+  Value(Array a) : v_(std::move(a)) {}   // NOLINT(google-explicit-constructor)
+  Value(Object o) : v_(std::move(o)) {}  // NOLINT(google-explicit-constructor)
 
   // {"a": 1, "b": "x"} as MakeObject({{"a", 1}, {"b", "x"}}).
   static Value MakeObject(std::initializer_list<Member> members) { return Value(Object(members)); }

@@ -1,4 +1,4 @@
-// Windows (DESIGN.md §6): group a keyed stream's events into windows and aggregate each.
+// Windows (docs/architecture.md §6): group a keyed stream's events into windows and aggregate each.
 //
 //   stream.Window(weir::WindowDefinition::Session(std::chrono::seconds(30)))
 //       .Agg({{"clicks", weir::agg::Count()}, {"revenue", weir::agg::Sum("amount")}})
@@ -11,11 +11,11 @@
 //
 // PER EVENT, in this order: (1) an aggregation that cannot take the value sends the record to
 // the dead-letter topic, and the window step does nothing else with it; (2) the watermarks take
-// the event: the partition watermark is the task's (DESIGN.md §2), for a task reading a source
-// partition the largest event time seen in it so far (every record read counts: ones a filter
-// before the window dropped, and dead letters); for a task reading a repartition topic (after a
-// group_by) the minimum over the producing tasks' watermarks, which each writes into the topic
-// as it goes (less the output lag of its own windows and joins, so nothing it emits later is
+// the event: the partition watermark is the task's (docs/architecture.md §2), for a task reading a
+// source partition the largest event time seen in it so far (every record read counts: ones a
+// filter before the window dropped, and dead letters); for a task reading a repartition topic
+// (after a group_by) the minimum over the producing tasks' watermarks, which each writes into the
+// topic as it goes (less the output lag of its own windows and joins, so nothing it emits later is
 // behind it); for a task with several inputs (a join) the minimum over its inputs, an ended
 // input counting as +infinity. So whichever upstream task runs ahead, an event that was in order
 // in its source partition is never late after a repartition. A key's watermark is the largest

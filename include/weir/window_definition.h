@@ -1,6 +1,6 @@
 // WindowDefinition: what windows a window step makes (the kinds, sizes, steps and grace of
-// DESIGN.md §6). The rules that fill and close the windows are stated in weir/window.h; this
-// header is the definition alone, so that the window rules (src/window/) need nothing of the
+// docs/architecture.md §6). The rules that fill and close the windows are stated in weir/window.h;
+// this header is the definition alone, so that the window rules (src/window/) need nothing of the
 // Stream API.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Task: one sub-topology on one input partition: its sources (one per input; a join's inputs
 // are read merged in event-time order), the operators after them, the partition's state store
-// and output buffers, and the deliveries its steps hold (DESIGN.md §7).
+// and output buffers, and the deliveries its steps hold (docs/architecture.md §7).
 //
 // Threads: a task runs on one worker thread. The coordinator calls Prepare/Commit/Rollback
 // only while that worker is parked (the park/resume handshake orders the accesses).

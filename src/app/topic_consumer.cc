@@ -20,7 +20,8 @@ TopicConsumer::~TopicConsumer() = default;
 
 Result<std::unique_ptr<TopicConsumer>> TopicConsumer::Open(TopicConsumerOptions options) {
   auto impl = std::make_unique<Impl>();
-  WEIR_ASSIGN_OR_RETURN(impl->lock, app::DataDirLock::Acquire(options.data_dir, "TopicConsumerOptions::data_dir"));
+  WEIR_ASSIGN_OR_RETURN(
+      impl->lock, app::DataDirLock::Acquire(options.data_dir, "TopicConsumerOptions::data_dir"));
   log::LogOptions log_options;
   log_options.dir = std::filesystem::path(options.data_dir) / "log";
   WEIR_ASSIGN_OR_RETURN(impl->log, log::LogStore::Open(log_options));

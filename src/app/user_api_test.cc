@@ -19,7 +19,6 @@ using testing::TestOptions;
 using testing::UserFile;
 using testing::WriteLines;
 
-
 // Every record of a topic, read back as a user would.
 std::vector<ConsumedRecord> Consume(const TempDir& dir, const std::string& topic,
                                     TopicStart start = TopicStart::kEarliest) {
@@ -183,8 +182,7 @@ TEST(RecordOperations, MapRecordFilterRecordAndWithTimestampSeeTheWholeRecord) {
       .FilterRecord([](const Record& r) { return r.key == Key::String("ann"); })
       .WithTimestamp([](const Record& r) { return EventTime(r.timestamp.value() + 5); })
       .MapRecord([](const Record& r) {
-        return Value::MakeObject(
-            {{"user", r.key.ToValue()}, {"at", Value(r.timestamp.value())}});
+        return Value::MakeObject({{"user", r.key.ToValue()}, {"at", Value(r.timestamp.value())}});
       })
       .ToFile(dir / "out.jsonl");
   auto summary = app.Run();
@@ -215,9 +213,9 @@ TEST(RecordOperations, SelectKeyRekeysThroughARepartitionTopic) {
 
 TEST(RecordOperations, GroupByWithoutATypeKeysByTheFieldsOwnType) {
   TempDir dir;
-  WriteLines(dir / "in.jsonl", {R"({"user":"a","ts":1,"bidder":7})", R"({"user":"b","ts":2,"bidder":7})",
-                                R"({"user":"c","ts":3,"bidder":"x"})",
-                                R"({"user":"d","ts":4,"bidder":null})"});
+  WriteLines(dir / "in.jsonl",
+             {R"({"user":"a","ts":1,"bidder":7})", R"({"user":"b","ts":2,"bidder":7})",
+              R"({"user":"c","ts":3,"bidder":"x"})", R"({"user":"d","ts":4,"bidder":null})"});
   Application app(TestOptions(dir));
   app.FromFile(UserFile(dir / "in.jsonl"))
       .GroupBy("bidder")
@@ -242,7 +240,8 @@ TEST(TopicStartAndConsumer, AFirstRunStartsWhereAskedAndAResumeAtItsCheckpoint) 
   WriteAmounts(dir);
   {
     Application load(TestOptions(dir, "load"));
-    load.FromFile(UserFile(dir / "in.jsonl")).ToTopic(TopicSinkOptions{.topic = "in", .partitions = 1});
+    load.FromFile(UserFile(dir / "in.jsonl"))
+        .ToTopic(TopicSinkOptions{.topic = "in", .partitions = 1});
     ASSERT_TRUE(load.Run().ok());
   }
   auto run = [&](TopicStart start, int64_t offset) {
@@ -253,7 +252,7 @@ TEST(TopicStartAndConsumer, AFirstRunStartsWhereAskedAndAResumeAtItsCheckpoint) 
     EXPECT_TRUE(summary.ok()) << summary.status().ToString();
     return summary.ok() ? summary->records_in : -1;
   };
-  EXPECT_EQ(run(TopicStart::kOffset, 6), 4);  // offsets 6-9
+  EXPECT_EQ(run(TopicStart::kOffset, 6), 4);    // offsets 6-9
   EXPECT_EQ(run(TopicStart::kEarliest, 0), 0);  // resumes at its checkpoint: nothing new
   std::vector<ConsumedRecord> out = Consume(dir, "out");
   ASSERT_EQ(out.size(), 4u);
@@ -276,8 +275,8 @@ TEST(TopicStartAndConsumer, AFirstRunStartsWhereAskedAndAResumeAtItsCheckpoint) 
 }
 
 TEST(IntervalJoinBounds, BetweenReadsAsFlinksAndRefusesAWindowWithoutTheLeftTime) {
-  IntervalJoinOptions o = IntervalJoinOptions::Between(std::chrono::seconds(-10),
-                                                       std::chrono::seconds(30));
+  IntervalJoinOptions o =
+      IntervalJoinOptions::Between(std::chrono::seconds(-10), std::chrono::seconds(30));
   EXPECT_EQ(o.lower, std::chrono::seconds(10));
   EXPECT_EQ(o.upper, std::chrono::seconds(30));
   TempDir dir;
@@ -285,8 +284,8 @@ TEST(IntervalJoinBounds, BetweenReadsAsFlinksAndRefusesAWindowWithoutTheLeftTime
   Application app(TestOptions(dir));
   Stream left = app.FromFile(UserFile(dir / "in.jsonl"));
   Stream right = app.FromFile(UserFile(dir / "in.jsonl"));
-  left.IntervalJoin(right, IntervalJoinOptions::Between(std::chrono::seconds(2),
-                                                        std::chrono::seconds(5)))
+  left.IntervalJoin(right,
+                    IntervalJoinOptions::Between(std::chrono::seconds(2), std::chrono::seconds(5)))
       .ToDiscard();
   auto summary = app.Run();
   ASSERT_FALSE(summary.ok());

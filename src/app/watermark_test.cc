@@ -1,6 +1,6 @@
-// Watermarks after a repartition (DESIGN.md §2, src/app/README.md "Watermarks"), through real
-// applications: inputs on the embedded log, real task stores, results and late events read back
-// from files and topics. A reading task's watermark is the minimum of its producers' marks, so
+// Watermarks after a repartition (docs/architecture.md §2, src/app/README.md "Watermarks"), through
+// real applications: inputs on the embedded log, real task stores, results and late events read
+// back from files and topics. A reading task's watermark is the minimum of its producers' marks, so
 // which task runs ahead (WEIR_SLOW_TASKS) and where a run is stopped and restarted change no
 // result and make no event late when every input partition is in event-time order. Also: an
 // input that ended in an earlier run makes every later event late, with its reason; and

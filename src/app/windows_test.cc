@@ -1,6 +1,7 @@
 // Window behaviours, one test each, through a real application: file in, results and late
-// events out. The rows of the session-window regression table of
-// shared/reference/000_a3768fd36a6cdb6a.txt are here by name.
+// events out. The rows of the regression table of the session-window change Weir's sessions were
+// checked against (another engine's: fragmented sessions, dropped out-of-order events, bridges
+// never merged) are here by name.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -87,7 +88,7 @@ WindowDefinition Session(int64_t gap, int64_t grace = 0) {
   return WindowDefinition::Session(milliseconds(gap)).Grace(milliseconds(grace));
 }
 
-// --- sessions: the reference file's regression table ---------------------------------------
+// --- sessions: the regression table ---------------------------------------
 
 TEST_F(Windows, LongSessionDoesNotFragment) {
   std::vector<Event> events;

@@ -9,9 +9,9 @@
 // says which.
 //
 // Windows close by the partition watermark (after a repartition: the slowest producer's,
-// DESIGN.md §2) plus `grace`, which only the generator's disorder (out_of_order_group) needs.
-// An event later than that is written to `late_topic`, counted (RunSummary::late), and missing
-// from the answer, which verification then reports.
+// docs/architecture.md §2) plus `grace`, which only the generator's disorder (out_of_order_group)
+// needs. An event later than that is written to `late_topic`, counted (RunSummary::late), and
+// missing from the answer, which verification then reports.
 #pragma once
 
 #include <chrono>

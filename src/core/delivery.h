@@ -1,4 +1,4 @@
-// Delivery handles (DESIGN.md §7): a record a step holds stays unresolved until the step
+// Delivery handles (docs/architecture.md §7): a record a step holds stays unresolved until the step
 // resolves it, so its source neither commits past it nor acknowledges it to a broker.
 #pragma once
 
@@ -17,8 +17,9 @@ using SourcePosition = NamedType<int64_t, struct SourcePositionTag>;
 // deliver it again.
 enum class Resolution { kAck, kNak, kTerm };
 
-// A record a step holds (DESIGN.md §7): which task input it came from, the delivery's position
-// there, the message's identity across redeliveries, and how many times it has been delivered.
+// A record a step holds (docs/architecture.md §7): which task input it came from, the delivery's
+// position there, the message's identity across redeliveries, and how many times it has been
+// delivered.
 struct Delivery {
   int32_t input = 0;
   SourcePosition position;

@@ -139,7 +139,8 @@ TEST(Value, ReadingTheWrongTypeThrowsATypeErrorThatSaysWhatItHolds) {
     (void)Value(long_string).as_bool();
     FAIL() << "no exception";
   } catch (const ValueTypeError& e) {
-    EXPECT_EQ(std::string(e.what()), "read as bool, but holds string \"" + std::string(63, 'x') + "...");
+    EXPECT_EQ(std::string(e.what()),
+              "read as bool, but holds string \"" + std::string(63, 'x') + "...");
   }
   EXPECT_THROW((void)Value(1.5).as_int(), ValueTypeError);
   EXPECT_THROW((void)Value().as_object(), ValueTypeError);

@@ -119,7 +119,7 @@ class Source {
   // {"topic": "clicks", "partition": 3, "offset": 17}, {"partition": 0, "sequence": 5}.
   virtual Value PositionValue(int64_t position) const = 0;
 
-  // Delivery handles (DESIGN.md §7). A record is resolved (acknowledged) once the task has
+  // Delivery handles (docs/architecture.md §7). A record is resolved (acknowledged) once the task has
   // processed it, unless a step holds it; a held record is resolved when the step says so.
   //
   // Sources of the embedded kind (files, topics, the generator) are redelivered by the task:

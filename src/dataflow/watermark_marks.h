@@ -1,5 +1,5 @@
 // Watermark marks: how a task that writes a repartition topic tells the tasks reading it how far
-// its event time has come (DESIGN.md §2).
+// its event time has come (docs/architecture.md §2).
 //
 // A mark is a record of the topic, written into every partition by each producing task at the
 // end of every batch that moved its watermark (and the final +infinity at the end of a bounded

@@ -112,9 +112,8 @@ class WindowOperator : public Operator {
     if (runs_user_code_) {
       // A reducer, merger or trigger that throws must leave the key's windows as they were.
       undo_ = **stored;
-      if (!CallUserFunction(ctx_, step_name_, r, [&] {
-            windows_.Add(key, bounds, r.value, r.timestamp, outcome_);
-          })) {
+      if (!CallUserFunction(ctx_, step_name_, r,
+                            [&] { windows_.Add(key, bounds, r.value, r.timestamp, outcome_); })) {
         **stored = std::move(undo_);
         return;
       }

@@ -1,4 +1,5 @@
-// Input-group assembly for a join step (DESIGN.md §7; the rules are stated in weir/join.h).
+// Input-group assembly for a join step (docs/architecture.md §7; the rules are stated in
+// weir/join.h).
 //
 // An Assembler is pure logic: it is fed members (a record, the input it came by, its delivery
 // handle), told when the join's clock moves, and hands out ready groups. It never acknowledges

@@ -1,13 +1,14 @@
 // What the brute-force models of the interval and as-of joins (interval_model.h, asof_model.h)
 // share: how a task reads the two inputs of a join and which events are late, written from
-// include/weir/join.h and DESIGN.md §2 alone, for property tests that run the real engine.
+// include/weir/join.h and docs/architecture.md §2 alone, for property tests that run the real
+// engine.
 //
 // A task reads its two inputs merged in event-time order: of the two inputs' next events, the
 // earlier is read first (ties: the left). An input's watermark is the largest event time read
 // from it so far, the event being read included, and +infinity once every event of it has been
-// read; the task's watermark is the smaller of the two (DESIGN.md §2). An event is late when its
-// time is before watermark - grace as it is read; a late event joins nothing and is reported
-// with late_by_ms = (watermark - grace) - ts.
+// read; the task's watermark is the smaller of the two (docs/architecture.md §2). An event is late
+// when its time is before watermark - grace as it is read; a late event joins nothing and is
+// reported with late_by_ms = (watermark - grace) - ts.
 //
 // Thread safety: none; a model is used by one test thread.
 #pragma once

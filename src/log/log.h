@@ -1,4 +1,5 @@
-// The embedded log: durable, partitioned, append-only topics on local disk (DESIGN.md §3).
+// The embedded log: durable, partitioned, append-only topics on local disk (docs/architecture.md
+// §3).
 //
 // Layout under the log directory:
 //   <dir>/<topic>/topic.json                  partitions, retention, segment size, owner

@@ -1,7 +1,7 @@
 // Durable append and sequential replay of 100-byte records: the embedded log's segment files
 // against RocksDB used as an append-only log (key = big-endian offset, one WriteBatch + WAL
-// fsync per group). DESIGN.md §3 asks which of the two to build the log on; these numbers are
-// the answer recorded in README.md.
+// fsync per group): the comparison behind building the log on segment files
+// (docs/architecture.md §3), its figures recorded in README.md.
 //
 //   ninja -C build-log log_benchmark && build-log/src/log/log_benchmark
 //

@@ -1,4 +1,4 @@
-// Self-delimiting state keys (DESIGN.md §5).
+// Self-delimiting state keys (docs/architecture.md §5).
 //
 // A state key is the message key, length-prefixed, followed by big-endian fields:
 //

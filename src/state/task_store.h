@@ -1,4 +1,4 @@
-// TaskStore: the durable state of one task partition (DESIGN.md §4, §5).
+// TaskStore: the durable state of one task partition (docs/architecture.md §4, §5).
 //
 // One RocksDB TransactionDB per task, in its own directory, with one column family per named
 // store plus "__meta" (input positions, watermark, checkpoint id). Hot state lives in memory:

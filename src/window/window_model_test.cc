@@ -1,6 +1,5 @@
 // The brute-force window model against cases computed by hand from include/weir/window.h,
-// including the session defects another engine shipped
-// (shared/reference/000_a3768fd36a6cdb6a.txt).
+// including the session defects another engine shipped (its session-window change listed them).
 #include "window/window_model.h"
 
 #include <gtest/gtest.h>

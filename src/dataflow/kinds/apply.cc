@@ -19,8 +19,7 @@ using UpdateFunction = std::function<void(Value&, State&)>;
 // stages its writes) and sends its record to the dead-letter topic (user_function.h).
 class StatefulFunctionOperator : public Operator {
  public:
-  StatefulFunctionOperator(ApplyFunction apply, UpdateFunction update,
-                           const StepContext& context)
+  StatefulFunctionOperator(ApplyFunction apply, UpdateFunction update, const StepContext& context)
       : apply_(std::move(apply)),
         update_(std::move(update)),
         task_(context.task),

@@ -74,8 +74,8 @@ class RepartitionStep : public StepDefinition {
     } else if (type_ == KeySerde::kNull) {
       return Status::InvalidArgument("GroupBy cannot re-key to the null key");
     }
-    return CheckPartitions(partitions_, 0, kind_ == "select-key" ? "SelectKey partitions"
-                                                                  : "GroupBy partitions");
+    return CheckPartitions(partitions_, 0,
+                           kind_ == "select-key" ? "SelectKey partitions" : "GroupBy partitions");
   }
   void Describe(Fingerprint& fingerprint) const override {
     // The repartition topic's partitions decide which task holds a key's state downstream.

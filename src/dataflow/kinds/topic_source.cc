@@ -1,7 +1,8 @@
 // The topic source kind: one task per partition of a topic of the embedded log
 // (Application::FromTopic; YAML `source: {topic: NAME, key, timestamp, dead_letter, rate,
-// bounded, idle_timeout_ms, start: earliest | latest | OFFSET}`). Followed until stopped, or read up to the end it had when the run
-// started (bounded). The reader itself is in sources.cc: tasks read repartition topics with it.
+// bounded, idle_timeout_ms, start: earliest | latest | OFFSET}`). Followed until stopped, or read
+// up to the end it had when the run started (bounded). The reader itself is in sources.cc: tasks
+// read repartition topics with it.
 #include "dataflow/builtin_kinds.h"
 #include "dataflow/graph.h"
 #include "dataflow/kind_registry.h"
@@ -37,7 +38,8 @@ class TopicSourceDefinition : public SourceDefinition {
         .MayChange("bounded", options_.bounded)
         .MayChange("start", options_.start == TopicStart::kOffset
                                 ? std::to_string(options_.start_offset)
-                                : options_.start == TopicStart::kLatest ? "latest" : "earliest");
+                            : options_.start == TopicStart::kLatest ? "latest"
+                                                                    : "earliest");
   }
   Result<int32_t> Partitions(log::LogStore& log) const override {
     WEIR_ASSIGN_OR_RETURN(log::Topic * topic, log.GetTopic(options_.topic));
@@ -70,9 +72,10 @@ Result<std::shared_ptr<const SourceDefinition>> ParseTopicSource(const SourceYam
 }  // namespace
 
 void RegisterTopicSource(KindRegistry& kinds) {
-  kinds.Add(SourceKind{"topic",
-                       {"key", "timestamp", "dead_letter", "rate", "bounded", "idle_timeout_ms", "start"},
-                       ParseTopicSource});
+  kinds.Add(
+      SourceKind{"topic",
+                 {"key", "timestamp", "dead_letter", "rate", "bounded", "idle_timeout_ms", "start"},
+                 ParseTopicSource});
 }
 
 }  // namespace weir::dataflow
