@@ -3,9 +3,31 @@
 #include <filesystem>
 
 #include "app/data_dir.h"
+#include "app/topic_start.h"
 #include "log/log.h"
 
 namespace weir {
+
+namespace app {
+
+Result<Offset> StartOffset(const log::Partition& partition, TopicStart start, int64_t offset,
+                           std::string_view where) {
+  if (start == TopicStart::kEarliest) return partition.FirstOffset();
+  if (start == TopicStart::kLatest) return partition.NextOffset();
+  if (Offset(offset) < partition.FirstOffset()) {
+    return Status::OutOfRange("offset " + std::to_string(offset) + " of " + std::string(where) +
+                              " was removed by retention; the first retained is " +
+                              std::to_string(partition.FirstOffset().value()));
+  }
+  if (Offset(offset) > partition.NextOffset()) {
+    return Status::OutOfRange("offset " + std::to_string(offset) + " is beyond the end of " +
+                              std::string(where) + " (next offset " +
+                              std::to_string(partition.NextOffset().value()) + ")");
+  }
+  return Offset(offset);
+}
+
+}  // namespace app
 
 struct TopicConsumer::Impl {
   std::unique_ptr<app::DataDirLock> lock;
@@ -35,23 +57,9 @@ Result<std::unique_ptr<TopicConsumer>> TopicConsumer::Open(TopicConsumerOptions 
   for (int32_t p = 0; p < count; ++p) {
     if (options.partition != -1 && p != options.partition) continue;
     log::Partition& partition = topic->partition(PartitionId(p));
-    const std::string where = options.topic + "/" + std::to_string(p);
-    Offset start = partition.FirstOffset();
-    if (options.start == TopicStart::kLatest) {
-      start = partition.NextOffset();
-    } else if (options.start == TopicStart::kOffset) {
-      start = Offset(options.start_offset);
-      if (start < partition.FirstOffset()) {
-        return Status::OutOfRange("offset " + std::to_string(options.start_offset) + " of " +
-                                  where + " was removed by retention; the first retained is " +
-                                  std::to_string(partition.FirstOffset().value()));
-      }
-      if (start > partition.NextOffset()) {
-        return Status::OutOfRange("offset " + std::to_string(options.start_offset) +
-                                  " is beyond the end of " + where + " (next offset " +
-                                  std::to_string(partition.NextOffset().value()) + ")");
-      }
-    }
+    WEIR_ASSIGN_OR_RETURN(Offset start,
+                          app::StartOffset(partition, options.start, options.start_offset,
+                                           options.topic + "/" + std::to_string(p)));
     impl->readers.push_back(std::make_unique<log::PartitionReader>(partition, start));
     impl->partitions.push_back(PartitionId(p));
   }

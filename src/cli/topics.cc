@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "app/topic_start.h"
 #include "cli/commands.h"
 #include "cli/local_log.h"
 #include "core/parse.h"
@@ -167,29 +168,23 @@ int Consume(const ConsumeArgs& args) {
   std::vector<std::unique_ptr<log::PartitionReader>> readers;
   for (int32_t p : partitions) {
     log::Partition& partition = (*topic)->partition(PartitionId(p));
-    Offset start = partition.FirstOffset();
-    if (args.from == "latest") {
-      start = partition.NextOffset();
-    } else if (args.from != "earliest") {
-      auto offset = ParseInt64(args.from, "--from");
-      if (!offset.ok()) {
+    TopicStart from = TopicStart::kOffset;
+    int64_t offset = 0;
+    if (args.from == "earliest") {
+      from = TopicStart::kEarliest;
+    } else if (args.from == "latest") {
+      from = TopicStart::kLatest;
+    } else {
+      auto parsed = ParseInt64(args.from, "--from");
+      if (!parsed.ok()) {
         return Fail(Status::InvalidArgument("--from must be earliest, latest or an offset, not '" +
                                             args.from + "'"));
       }
-      if (Offset(*offset) < partition.FirstOffset()) {
-        return Fail(Status::OutOfRange("offset " + args.from + " of " + args.topic + "/" +
-                                       std::to_string(p) +
-                                       " was removed by retention; the first retained is " +
-                                       std::to_string(partition.FirstOffset().value())));
-      }
-      if (Offset(*offset) > partition.NextOffset()) {
-        return Fail(Status::OutOfRange("offset " + args.from + " is beyond the end of " +
-                                       args.topic + "/" + std::to_string(p) + " (next offset " +
-                                       std::to_string(partition.NextOffset().value()) + ")"));
-      }
-      start = Offset(*offset);
+      offset = *parsed;
     }
-    readers.push_back(std::make_unique<log::PartitionReader>(partition, start));
+    auto start = app::StartOffset(partition, from, offset, args.topic + "/" + std::to_string(p));
+    if (!start.ok()) return Fail(start.status());
+    readers.push_back(std::make_unique<log::PartitionReader>(partition, *start));
   }
 
   int64_t printed = 0;
