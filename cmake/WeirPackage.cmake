@@ -18,6 +18,8 @@ add_library(weir::weir ALIAS weir_weir)
 set_target_properties(weir_weir PROPERTIES EXPORT_NAME weir)
 target_link_libraries(weir_weir INTERFACE weir::app weir::nats weir::client)
 target_compile_features(weir_weir INTERFACE cxx_std_20)
+# A sanitizer build's libraries need the sanitizer's runtime in every program that links them.
+target_link_options(weir_weir INTERFACE ${WEIR_SANITIZER_LINK_OPTIONS})
 
 set(package_targets weir_weir)
 foreach(library IN LISTS WEIR_PACKAGE_LIBRARIES)
@@ -41,6 +43,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/WeirConfig.cmake
 # weir.pc finds the prefix from its own place, so that `cmake --install --prefix` anywhere works.
 file(RELATIVE_PATH WEIR_PC_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 list(TRANSFORM WEIR_PACKAGE_LIBRARIES PREPEND "-lweir_" OUTPUT_VARIABLE WEIR_PC_LIBS)
+list(APPEND WEIR_PC_LIBS ${WEIR_SANITIZER_LINK_OPTIONS})
 list(JOIN WEIR_PC_LIBS " " WEIR_PC_LIBS)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/weir.pc.in ${CMAKE_CURRENT_BINARY_DIR}/weir.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/weir.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
