@@ -28,14 +28,14 @@ class RepartitionOperator : public Operator {
         step_name_(context.step_name),
         writer_(writer) {}
   void Process(Record&& r) override {
-    Result<Key> key = Status::Internal("no key");
+    std::optional<Result<Key>> key;
     if (user_function_) {
-      if (!CallUserFunction(ctx_, step_name_, r, [&] { key = key_of_(r); })) return;
+      if (!CallUserFunction(ctx_, step_name_, r, [&] { key.emplace(key_of_(r)); })) return;
     } else {
-      key = key_of_(r);
+      key.emplace(key_of_(r));
     }
-    if (!key.ok()) return ctx_.DeadLetter(key.status().message(), r);
-    r.key = std::move(key).value();
+    if (!key->ok()) return ctx_.DeadLetter(key->status().message(), r);
+    r.key = std::move(*key).value();
     writer_.Write(r);
   }
 
