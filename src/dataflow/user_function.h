@@ -24,20 +24,32 @@ namespace weir::dataflow {
 void DeadLetterUserFailure(TaskContext& task, std::string_view step_name, const Record& record,
                            std::string_view what);
 
-// Calls `call()`; true if it returned. If it threw, the record is dead-lettered as above and the
-// result is false: the caller drops the record and undoes what the call began (state writes).
-template <typename Call>
-bool CallUserFunction(TaskContext& task, std::string_view step_name, const Record& record,
-                      Call&& call) {
-  try {
-    std::forward<Call>(call)();
-    return true;
-  } catch (const std::exception& e) {
-    DeadLetterUserFailure(task, step_name, record, e.what());
-  } catch (...) {
-    DeadLetterUserFailure(task, step_name, record, "an exception that is not a std::exception");
+// What an operator holds to call its step's user function: the task and the step's name.
+class UserFunctionCaller {
+ public:
+  UserFunctionCaller(TaskContext& task, std::string_view step_name)
+      : task_(task), step_name_(step_name) {}
+
+  // Calls `call()`; true if it returned. If it threw, `record` is dead-lettered as above and
+  // the result is false: the caller drops the record and undoes what the call began (state
+  // writes).
+  template <typename Function>
+  bool Call(const Record& record, Function&& call) {
+    try {
+      std::forward<Function>(call)();
+      return true;
+    } catch (const std::exception& e) {
+      DeadLetterUserFailure(task_, step_name_, record, e.what());
+    } catch (...) {
+      DeadLetterUserFailure(task_, step_name_, record, "an exception that is not a std::exception");
+    }
+    return false;
   }
-  return false;
-}
+  TaskContext& task() const { return task_; }
+
+ private:
+  TaskContext& task_;
+  std::string step_name_;
+};
 
 }  // namespace weir::dataflow

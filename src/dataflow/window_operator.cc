@@ -42,7 +42,7 @@ class WindowOperator : public Operator {
   WindowOperator(const WindowOptions& spec, TaskContext& ctx, std::string_view step_name)
       : spec_(spec),
         ctx_(ctx),
-        step_name_(step_name),
+        user_(ctx, step_name),
         store_(ctx.Store(step_name)),
         aggregations_(spec_.aggregations, spec_.single_unnamed),
         windows_(spec_.definition, aggregations_, !spec_.final, spec_.trigger),
@@ -112,8 +112,7 @@ class WindowOperator : public Operator {
     if (runs_user_code_) {
       // A reducer, merger or trigger that throws must leave the key's windows as they were.
       undo_ = **stored;
-      if (!CallUserFunction(ctx_, step_name_, r,
-                            [&] { windows_.Add(key, bounds, r.value, r.timestamp, outcome_); })) {
+      if (!user_.Call(r, [&] { windows_.Add(key, bounds, r.value, r.timestamp, outcome_); })) {
         **stored = std::move(undo_);
         return;
       }
@@ -260,12 +259,12 @@ class WindowOperator : public Operator {
     late_.Write(r, outcome_.reason, outcome_.late_by_ms);
     if (!spec_.on_late) return;
     const LateRecord late{std::move(r), outcome_.reason, outcome_.late_by_ms};
-    CallUserFunction(ctx_, step_name_, late.record, [&] { spec_.on_late(late); });
+    user_.Call(late.record, [&] { spec_.on_late(late); });
   }
 
   const WindowOptions& spec_;
   TaskContext& ctx_;
-  std::string step_name_;
+  UserFunctionCaller user_;
   state::KeyValueStore& store_;
   window::Aggregations aggregations_;
   KeyWindows windows_;

@@ -19,7 +19,7 @@ class AggregateOperator : public Operator {
   AggregateOperator(const NamedAggregations& aggregations, const StepContext& context)
       : aggregations_(aggregations, false),
         ctx_(context.task),
-        step_name_(context.step_name),
+        user_(context.task, context.step_name),
         store_(context.task.Store(context.step_name)),
         runs_user_code_(aggregations_.runs_user_code()) {}
   void Process(Record&& r) override {
@@ -35,7 +35,7 @@ class AggregateOperator : public Operator {
     if (runs_user_code_) {
       // A reducer that throws must leave the key's accumulators as they were.
       undo_ = **stored;
-      if (!CallUserFunction(ctx_, step_name_, r, [&] {
+      if (!user_.Call(r, [&] {
             aggregations_.Add(accs, r.value, r.timestamp);
             aggregations_.AppendResults(accs, fields);
           })) {
@@ -56,7 +56,7 @@ class AggregateOperator : public Operator {
  private:
   window::Aggregations aggregations_;
   TaskContext& ctx_;
-  std::string step_name_;
+  UserFunctionCaller user_;
   state::KeyValueStore& store_;
   const bool runs_user_code_;
   Value undo_;  // the key's accumulators before a record is added, when user code runs

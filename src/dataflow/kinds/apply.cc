@@ -22,13 +22,12 @@ class StatefulFunctionOperator : public Operator {
   StatefulFunctionOperator(ApplyFunction apply, UpdateFunction update, const StepContext& context)
       : apply_(std::move(apply)),
         update_(std::move(update)),
-        task_(context.task),
-        step_name_(context.step_name),
+        user_(context.task, context.step_name),
         state_(&context.task.Store(context.step_name)) {}
   void Process(Record&& r) override {
     State& state = state_.ForKey(r.key.bytes());
     std::optional<Value> out;
-    const bool returned = CallUserFunction(task_, step_name_, r, [&] {
+    const bool returned = user_.Call(r, [&] {
       if (update_) {
         update_(r.value, state);
       } else {
@@ -49,8 +48,7 @@ class StatefulFunctionOperator : public Operator {
  private:
   ApplyFunction apply_;
   UpdateFunction update_;
-  TaskContext& task_;
-  std::string step_name_;
+  UserFunctionCaller user_;
   StepState state_;
 };
 

@@ -19,18 +19,17 @@ using Predicate = std::function<bool(const Record&)>;
 class FilterOperator : public Operator {
  public:
   FilterOperator(Predicate pred, const StepContext& context)
-      : pred_(std::move(pred)), task_(context.task), step_name_(context.step_name) {}
+      : pred_(std::move(pred)), user_(context.task, context.step_name) {}
   void Process(Record&& r) override {
     bool keep = false;
-    if (CallUserFunction(task_, step_name_, r, [&] { keep = pred_(r); }) && keep) {
+    if (user_.Call(r, [&] { keep = pred_(r); }) && keep) {
       Forward(std::move(r));
     }
   }
 
  private:
   Predicate pred_;
-  TaskContext& task_;
-  std::string step_name_;
+  UserFunctionCaller user_;
 };
 
 class FilterStep : public StepDefinition {

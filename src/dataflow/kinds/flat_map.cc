@@ -14,10 +14,10 @@ using FlatMapFunction = std::function<std::vector<Value>(const Value&)>;
 class FlatMapOperator : public Operator {
  public:
   FlatMapOperator(FlatMapFunction fn, const StepContext& context)
-      : fn_(std::move(fn)), task_(context.task), step_name_(context.step_name) {}
+      : fn_(std::move(fn)), user_(context.task, context.step_name) {}
   void Process(Record&& r) override {
     std::vector<Value> values;
-    if (!CallUserFunction(task_, step_name_, r, [&] { values = fn_(r.value); })) return;
+    if (!user_.Call(r, [&] { values = fn_(r.value); })) return;
     for (size_t i = 0; i < values.size(); ++i) {
       const bool last = i + 1 == values.size();
       Record out{last ? std::move(r.key) : r.key, std::move(values[i]), r.timestamp,
@@ -28,8 +28,7 @@ class FlatMapOperator : public Operator {
 
  private:
   FlatMapFunction fn_;
-  TaskContext& task_;
-  std::string step_name_;
+  UserFunctionCaller user_;
 };
 
 class FlatMapStep : public StepDefinition {

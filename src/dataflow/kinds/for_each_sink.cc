@@ -17,15 +17,14 @@ using Callback = std::function<void(const Record&)>;
 class ForEachOperator : public Operator {
  public:
   ForEachOperator(Callback fn, const StepContext& context)
-      : fn_(std::move(fn)), task_(context.task), step_name_(context.step_name) {}
+      : fn_(std::move(fn)), user_(context.task, context.step_name) {}
   void Process(Record&& r) override {
-    if (CallUserFunction(task_, step_name_, r, [&] { fn_(r); })) task_.CountDelivered();
+    if (user_.Call(r, [&] { fn_(r); })) user_.task().CountDelivered();
   }
 
  private:
   Callback fn_;
-  TaskContext& task_;
-  std::string step_name_;
+  UserFunctionCaller user_;
 };
 
 class ForEachSink : public SinkDefinition {

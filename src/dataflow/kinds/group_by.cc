@@ -25,12 +25,12 @@ class RepartitionOperator : public Operator {
       : key_of_(std::move(key_of)),
         user_function_(user_function),
         ctx_(context.task),
-        step_name_(context.step_name),
+        user_(context.task, context.step_name),
         writer_(writer) {}
   void Process(Record&& r) override {
     std::optional<Result<Key>> key;
     if (user_function_) {
-      if (!CallUserFunction(ctx_, step_name_, r, [&] { key.emplace(key_of_(r)); })) return;
+      if (!user_.Call(r, [&] { key.emplace(key_of_(r)); })) return;
     } else {
       key.emplace(key_of_(r));
     }
@@ -43,7 +43,7 @@ class RepartitionOperator : public Operator {
   KeyOf key_of_;
   bool user_function_;
   TaskContext& ctx_;
-  std::string step_name_;
+  UserFunctionCaller user_;
   TopicWriter& writer_;
 };
 

@@ -18,18 +18,17 @@ using MapFunction = std::function<Value(const Record&)>;
 class MapOperator : public Operator {
  public:
   MapOperator(MapFunction fn, const StepContext& context)
-      : fn_(std::move(fn)), task_(context.task), step_name_(context.step_name) {}
+      : fn_(std::move(fn)), user_(context.task, context.step_name) {}
   void Process(Record&& r) override {
     Value result;
-    if (CallUserFunction(task_, step_name_, r, [&] { result = fn_(r); })) {
+    if (user_.Call(r, [&] { result = fn_(r); })) {
       ForwardReplacingValue(r, std::move(result));
     }
   }
 
  private:
   MapFunction fn_;
-  TaskContext& task_;
-  std::string step_name_;
+  UserFunctionCaller user_;
 };
 
 class MapStep : public StepDefinition {
@@ -81,18 +80,17 @@ using TimestampFunction = std::function<EventTime(const Record&)>;
 class WithTimestampOperator : public Operator {
  public:
   WithTimestampOperator(TimestampFunction fn, const StepContext& context)
-      : fn_(std::move(fn)), task_(context.task), step_name_(context.step_name) {}
+      : fn_(std::move(fn)), user_(context.task, context.step_name) {}
   void Process(Record&& r) override {
     EventTime timestamp = r.timestamp;
-    if (!CallUserFunction(task_, step_name_, r, [&] { timestamp = fn_(r); })) return;
+    if (!user_.Call(r, [&] { timestamp = fn_(r); })) return;
     r.timestamp = timestamp;
     Forward(std::move(r));
   }
 
  private:
   TimestampFunction fn_;
-  TaskContext& task_;
-  std::string step_name_;
+  UserFunctionCaller user_;
 };
 
 class WithTimestampStep : public StepDefinition {
