@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -698,6 +699,10 @@ struct PurgeRun {
   std::map<int32_t, int64_t> written;  // bytes of every segment file seen at a checkpoint
   std::map<int32_t, std::vector<int64_t>> at_checkpoints;  // MiB on disk at each checkpoint
   std::map<int32_t, std::pair<int64_t, int64_t>> offsets;  // first and next offset at the end
+  // At each checkpoint (workers paused): bytes of the repartition topic on disk, and records
+  // written to it that its readers had not read yet.
+  std::vector<std::pair<int64_t, int64_t>> on_disk_and_unread;
+  int64_t records_through = 0;  // records written to the repartition topic in all
 };
 
 // Nexmark's bids grouped by auction through `repartitions` partitions into a 10 s tumbling
@@ -707,6 +712,10 @@ PurgeRun RunThroughARepartition(int32_t source_partitions, int32_t repartitions,
   const std::filesystem::path log_dir = std::filesystem::path(dir / "data") / "log";
   PurgeRun run;
   std::map<std::string, int64_t> seen;
+  // Records going into the repartition topic (counted in the source tasks) and coming out of it
+  // (counted in the window tasks): their difference at a checkpoint is what its readers lag.
+  std::atomic<int64_t> produced{0};
+  std::atomic<int64_t> consumed{0};
   Application app({.name = "purge",
                    .data_dir = dir / "data",
                    .workers = 2,
@@ -715,17 +724,26 @@ PurgeRun RunThroughARepartition(int32_t source_partitions, int32_t repartitions,
                    .fsync = FsyncPolicy::kNever,
                    .on_checkpoint = [&](int64_t, int64_t) {
                      ++run.checkpoints;
+                     int64_t on_disk = 0;
                      for (const auto& [p, bytes] : RepartitionBytes(log_dir, "purge", seen)) {
                        run.peak[p] = std::max(run.peak[p], bytes);
                        run.at_checkpoints[p].push_back(bytes >> 20);
+                       on_disk += bytes;
                      }
+                     run.on_disk_and_unread.emplace_back(on_disk, produced - consumed);
                    }});
   nexmark::FromNexmark(app, {.partitions = source_partitions, .events = events})
-      .Filter([](const Value& v) {
+      .Filter([&](const Value& v) {
         const Value* type = v.Find("type");
-        return type != nullptr && type->is_string() && type->as_string() == "bid";
+        const bool bid = type != nullptr && type->is_string() && type->as_string() == "bid";
+        produced += bid;
+        return bid;
       })
       .GroupBy("auction", KeySerde::kInt)
+      .Filter([&](const Value&) {
+        ++consumed;
+        return true;
+      })
       .Window(WindowDefinition::Tumbling(std::chrono::seconds(10)))
       .Agg(agg::Count())
       .Closing(Closing::kPartition)
@@ -738,6 +756,7 @@ PurgeRun RunThroughARepartition(int32_t source_partitions, int32_t repartitions,
     return run;
   }
   run.summary = *summary;
+  run.records_through = produced;
   for (const auto& [path, bytes] : seen) {
     run.written[std::stoi(std::filesystem::path(path).parent_path().filename().string())] += bytes;
   }
@@ -767,8 +786,10 @@ std::string Timeline(const std::vector<int64_t>& mib) {
   return s + " (MiB at each checkpoint)";
 }
 
-// Checks a run's repartition topic: at no checkpoint more than a few segments per partition on
-// disk, far less than what went through it, and the first offset past 0 at the end.
+// Checks a run's repartition topic: at every checkpoint, nothing on disk beyond what its readers
+// had not read yet plus two segments per partition (the one being written and the one being
+// read), and at the end most of it gone and the first offset past 0. How far the readers lag
+// depends on how the machine schedules the workers; what the purge leaves behind them does not.
 void ExpectPurged(const PurgeRun& run, int32_t partitions) {
   ASSERT_TRUE(run.status.ok()) << run.status.ToString();
   ASSERT_TRUE(run.summary.completed);
@@ -782,21 +803,29 @@ void ExpectPurged(const PurgeRun& run, int32_t partitions) {
     const std::string where = "partition " + std::to_string(p) + ": " +
                               std::to_string(run.written.at(p) >> 20) + " MiB written, " +
                               Timeline(run.at_checkpoints.at(p));
-    EXPECT_LE(bytes, 3 * kSegment + (8 << 20)) << where;
-    EXPECT_GE(run.written.at(p), 4 * bytes) << where;
     const auto [first, next] = run.offsets.at(p);
     EXPECT_GT(first, 0) << where;
     EXPECT_GE(next, 4 * (next - first))
         << where << ": offsets " << first << " to " << next << " kept";
   }
+  int64_t written = 0;
+  for (const auto& [p, bytes] : run.written) written += bytes;
+  ASSERT_GT(run.records_through, 0);
+  const double bytes_per_record = static_cast<double>(written) / run.records_through;
+  for (size_t i = 0; i < run.on_disk_and_unread.size(); ++i) {
+    const auto [on_disk, unread] = run.on_disk_and_unread[i];
+    const auto unread_bytes = static_cast<int64_t>(unread * bytes_per_record);
+    EXPECT_LE(on_disk, unread_bytes + partitions * (2 * kSegment + (4 << 20)))
+        << "checkpoint " << i + 1 << ": " << (on_disk >> 20) << " MiB on disk, "
+        << (unread_bytes >> 20) << " MiB of it not read yet";
+  }
 }
 
 TEST(RepartitionTopics, ArePurgedBehindTheReadersCheckpoints) {
   // 1.5 M events, 1.4 M bids of about 270 bytes: some 180 MiB through each of 2 partitions,
-  // written by 2 producers (the default for 2 source partitions on 2 workers). The readers keep
-  // up (a single-input task refills its batch until it is full: the poll of a repartition topic
-  // may stop at the end of a log block), so what stays on disk is only what the purge has not
-  // removed yet.
+  // written by 2 producers (the default for 2 source partitions on 2 workers). How far the
+  // readers lag is up to the machine's scheduler (CI ran them 35-62 MiB behind); the test bounds
+  // what stays on disk beyond that lag.
   ExpectPurged(RunThroughARepartition(2, 2, 1'500'000), 2);
 }
 
