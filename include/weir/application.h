@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "weir/fsync.h"
+#include "weir/process.h"
 #include "weir/status.h"
 #include "weir/stream.h"
 
@@ -108,6 +109,7 @@ struct RunSummary {
   // Windows and index entries that closing windows looked at, closed ones included: about one
   // per record plus one per closed window, whatever the number of stored windows.
   int64_t window_expiry_visits = 0;
+  ProcessCounters process;  // process steps (weir/process.h)
   int64_t checkpoints = 0;
   int64_t restored_checkpoint = 0;  // the checkpoint the run started from (0: fresh)
   bool completed = false;           // every source ended and drained

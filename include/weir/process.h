@@ -119,6 +119,29 @@ struct ProcessLimits {
   friend bool operator==(const ProcessLimits&, const ProcessLimits&) = default;
 };
 
+// What the process steps of a run did (RunSummary::process).
+struct ProcessCounters {
+  int64_t activations = 0;       // applied: inputs and timers whose results took effect
+  int64_t timers_fired = 0;      // timer activations applied
+  int64_t calls = 0;             // calls whose results were applied
+  int64_t refused = 0;           // attempts refused (handler error, crash, hang, invalid result)
+  int64_t retries = 0;           // attempts after a refusal of the same call
+  int64_t splits = 0;            // calls split in two after their retries were spent
+  int64_t dead_lettered = 0;     // activations that failed alone: inputs and timers
+  int64_t timers_dropped = 0;    // timers set at the end of input, which can never fire
+  ProcessCounters& operator+=(const ProcessCounters& o) {
+    activations += o.activations;
+    timers_fired += o.timers_fired;
+    calls += o.calls;
+    refused += o.refused;
+    retries += o.retries;
+    splits += o.splits;
+    dead_lettered += o.dead_lettered;
+    timers_dropped += o.timers_dropped;
+    return *this;
+  }
+};
+
 // The descriptor of a process step: bound into the checkpoint, so a restart under another
 // function id, version, state or timer names, limits or implementation digest is refused.
 struct ProcessOptions {

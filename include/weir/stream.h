@@ -39,6 +39,7 @@
 #include "weir/aggregator.h"
 #include "weir/join.h"
 #include "weir/key.h"
+#include "weir/process.h"
 #include "weir/record.h"
 #include "weir/status.h"
 #include "weir/value.h"
@@ -167,6 +168,11 @@ class Stream {
   Stream Apply(std::function<std::optional<Value>(const Value&, State&)> fn, std::string name = "");
   // Changes the value in place, with the key's state; the record goes on.
   Stream Update(std::function<void(Value&, State&)> fn, std::string name = "");
+  // A keyed process function (weir/process.h): per record key, engine-owned state and
+  // event-time timers, results validated before they are applied, exactly once. Link
+  // weir::process (part of weir::weir).
+  Stream Process(ProcessOptions options, std::shared_ptr<ProcessFunction> function,
+                 std::string name = "");
   // Re-keys every record by a field of its value, through a repartition topic, so that what
   // follows sees all records of a key in one task. Without a type, the key has the field's own
   // type: a string key for a string, an integer key for an integer, the JSON text (kJson) for

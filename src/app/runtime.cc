@@ -407,6 +407,7 @@ Result<RunSummary> Runtime::Run() {
     summary.dead_letters += task->dead_letters();
     summary.late += task->late();
     summary.user_function_failures += task->user_function_failures();
+    summary.process += task->process();
     summary.window_expiry_visits += task->expiry_visits();
     summary.join_evicted += task->evicted();
     summary.redelivered += task->redelivered();

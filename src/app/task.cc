@@ -190,6 +190,7 @@ Result<bool> Task::RunBatch() {
   if (watermark_ != before || (all_ended && redelivered)) {
     for (Input& input : inputs_) input.root->OnWatermark(watermark_);
   }
+  for (Input& input : inputs_) input.root->OnBatchEnd();
   for (Input& input : inputs_) {
     WEIR_RETURN_IF_ERROR(input.root->TakeError().WithContext("task " + id_));
   }
@@ -645,9 +646,13 @@ dataflow::LineWriter& Task::StdoutOutput() {
 }
 
 void Task::DeadLetter(std::string_view reason, const Record& record) {
-  DeadLetterHeld(reason, record,
-                 {current_input_, SourcePosition(current_position_), current_identity_, 1});
+  DeadLetterHeld(reason, record, CurrentDelivery());
 }
+
+Delivery Task::CurrentDelivery() const {
+  return {current_input_, SourcePosition(current_position_), current_identity_, 1};
+}
+
 
 void Task::DeadLetterHeld(std::string_view reason, const Record& record, const Delivery& delivery) {
   const dataflow::Source& source = *inputs_[delivery.input].source;

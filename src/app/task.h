@@ -60,6 +60,7 @@ class Task : public dataflow::TaskContext {
   int64_t dead_letters() const { return dead_letters_; }
   int64_t late() const { return late_; }
   int64_t user_function_failures() const { return user_function_failures_; }
+  const ProcessCounters& process() const { return process_counters_; }
   int64_t expiry_visits() const { return expiry_visits_; }
   int64_t records_out() const;
 
@@ -77,6 +78,8 @@ class Task : public dataflow::TaskContext {
   void CountUserFunctionFailure() override { ++user_function_failures_; }
   void CountExpiryVisits(int64_t visits) override { expiry_visits_ += visits; }
   Watermark watermark() const override { return watermark_; }
+  Delivery CurrentDelivery() const override;
+  ProcessCounters& process_counters() override { return process_counters_; }
   Delivery HoldCurrent() override;
   void Resolve(const Delivery& delivery, Resolution resolution) override;
   void CountEvicted() override { ++evicted_; }
@@ -207,6 +210,7 @@ class Task : public dataflow::TaskContext {
   int64_t dead_letters_ = 0;
   int64_t late_ = 0;
   int64_t user_function_failures_ = 0;
+  ProcessCounters process_counters_;
   int64_t expiry_visits_ = 0;
   bool finished_ = false;
 };

@@ -16,6 +16,10 @@ void Operator::OnInputEnd() {
   for (Operator* child : children_) child->OnInputEnd();
 }
 
+void Operator::OnBatchEnd() {
+  for (Operator* child : children_) child->OnBatchEnd();
+}
+
 namespace {
 class InputPort : public Operator {
  public:
@@ -23,6 +27,9 @@ class InputPort : public Operator {
   void Process(Record&& record) override { step_.ProcessInput(input_, std::move(record)); }
   void OnWatermark(Watermark watermark) override {
     if (input_ == 0) step_.OnWatermark(watermark);
+  }
+  void OnBatchEnd() override {
+    if (input_ == 0) step_.OnBatchEnd();
   }
   void Prefetch(const Record&, int) override {}
   void OnInputEnd() override { step_.OnInputEnded(input_); }

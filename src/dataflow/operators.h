@@ -32,6 +32,10 @@ class Operator {
   // An input of the task has ended while others go on (its watermark is final). The default
   // passes it on; a multi-input step learns which of its inputs it was.
   virtual void OnInputEnd();
+  // The task has processed a batch (after OnWatermark, if the watermark moved). Steps that
+  // gather records to hand them over together (process functions) finish with them here, so
+  // nothing is in flight between batches, where checkpoints are taken. The default passes it on.
+  virtual void OnBatchEnd();
 
   void AddChild(Operator* child) { children_.push_back(child); }
 

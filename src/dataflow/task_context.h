@@ -8,6 +8,7 @@
 #include "core/delivery.h"
 #include "dataflow/outputs.h"
 #include "state/task_store.h"
+#include "weir/process.h"
 #include "weir/record.h"
 #include "weir/types.h"
 
@@ -31,6 +32,9 @@ class TaskContext {
   // Sends the record being processed to the dead-letter topic, with the reason and the input
   // position it came from, and counts it.
   virtual void DeadLetter(std::string_view reason, const Record& record) = 0;
+  // Where the record being processed came from, for a DeadLetterHeld later in the batch (a step
+  // that gathers records before handling them). Does not hold the record.
+  virtual Delivery CurrentDelivery() const = 0;
   // The same for a record a step held, with the position it was delivered from.
   virtual void DeadLetterHeld(std::string_view reason, const Record& record,
                               const Delivery& delivery) = 0;
@@ -45,6 +49,8 @@ class TaskContext {
   // that expiry's cost per record can be seen to stay flat as stored windows grow.
   virtual void CountExpiryVisits(int64_t visits) = 0;
   virtual Watermark watermark() const = 0;
+  // What process steps count (weir/process.h), summed into RunSummary::process.
+  virtual ProcessCounters& process_counters() = 0;
 
   // Keeps the record being processed unresolved (its position does not commit, a broker does
   // not get its acknowledgement) until Resolve is called with the returned delivery.

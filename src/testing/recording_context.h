@@ -41,6 +41,8 @@ class RecordingContext : public dataflow::TaskContext {
   void Resolve(const Delivery&, dataflow::Resolution) override { Unused("Resolve"); }
   bool HasSelfRedeliveringInput() const override { Unused("HasSelfRedeliveringInput"); }
   void CountEvicted() override { Unused("CountEvicted"); }
+  Delivery CurrentDelivery() const override { Unused("CurrentDelivery"); }
+  ProcessCounters& process_counters() override { Unused("process_counters"); }
 
   std::vector<RawLetter> raw_letters;
 
