@@ -116,11 +116,15 @@ TEST(RemoteWorker, ACallRoundTrips) {
 }
 
 TEST(RemoteWorker, ACrashRefusesTheCallAndTheNextCallRestartsTheWorker) {
-  auto invoker = Start(PolicyWorker());
+  RemoteWorkerOptions options = PolicyWorker();
+  options.first_backoff = options.max_backoff = milliseconds(500);
+  auto invoker = Start(options);
   ASSERT_TRUE(invoker);
   EXPECT_EQ(Refusal(*invoker, TestCall::Doing(1, "crash").call),
             "worker exited with code 3 (waiting for call 1)");
-  EXPECT_GT(invoker->RetryDelay(2).count(), -1);
+  milliseconds backoff = invoker->RetryDelay(2);
+  EXPECT_GT(backoff.count(), 0);
+  EXPECT_LE(backoff.count(), 500);
   ExpectEchoed(*invoker, TestCall::Doing(1, "echo"));
 }
 
