@@ -103,8 +103,8 @@ function listenAddress() {
   return process.env.WEIR_WORKER_LISTEN;
 }
 
-// Runs the worker: on fd WEIR_WORKER_FD, or listening (--listen / WEIR_WORKER_LISTEN), one
-// connection at a time. handlers: { onInput, onTimer, onHello }.
+// Runs the worker: on fd WEIR_WORKER_FD, or listening (--listen / WEIR_WORKER_LISTEN) for Weir's
+// connections. handlers: { onInput, onTimer, onHello }.
 function run(handlers) {
   const address = listenAddress();
   if (!address) {
@@ -113,8 +113,7 @@ function run(handlers) {
     serve(stream, handlers);
     return;
   }
-  const server = net.createServer({ pauseOnConnect: false }, (stream) => serve(stream, handlers));
-  server.maxConnections = 1;
+  const server = net.createServer((stream) => serve(stream, handlers));
   if (address.startsWith('unix:')) {
     const path = address.slice('unix:'.length);
     if (fs.existsSync(path)) fs.unlinkSync(path);
