@@ -89,8 +89,7 @@ Result<int64_t> RequiredInt(Value& object, std::string_view name, const Place& p
   return value->as_int();
 }
 
-Result<std::string_view> RequiredString(Value& object, std::string_view name,
-                                        const Place& place) {
+Result<std::string_view> RequiredString(Value& object, std::string_view name, const Place& place) {
   WEIR_ASSIGN_OR_RETURN(Value * value,
                         Required(object, name, Value::Type::kString, "a string", place));
   return value->as_string();

@@ -54,8 +54,7 @@ TEST(Protocol, ReadyOfThisVersionIsAccepted) {
   EXPECT_TRUE(ParseReady(line).ok());
   EXPECT_EQ(ParseReady(R"({"type":"ready","protocol":2})").message(),
             "the worker speaks protocol 2, Weir speaks 1");
-  EXPECT_EQ(ParseReady(R"({"type":"ready","protocol":1,"x":1})").message(),
-            "unknown field 'x'");
+  EXPECT_EQ(ParseReady(R"({"type":"ready","protocol":1,"x":1})").message(), "unknown field 'x'");
   EXPECT_EQ(ParseReady(R"({"type":"result"})").message(),
             "expected a message of type 'ready', found 'result'");
   EXPECT_EQ(ParseReady("hello").message().rfind("not JSON: ", 0), 0u);
@@ -66,20 +65,25 @@ TEST(Protocol, InvokeEncodesInputsTimersKeysAndStateAndReadsBack) {
   Value state = Json(R"({"cart":3})");
   Value empty = Json("{}");
   Call call{.call = 9, .attempt = 2, .watermark = 1000, .activations = {}};
-  ProcessActivation by_string{.id = 1, .key = Key::String("u\"1"), .time = 1500, .input = &input,
-                              .state = &state};
-  ProcessActivation by_int{.id = 2, .key = Key::Int(-4), .time = 900, .input = nullptr,
-                           .timer = "abandon", .state = &empty};
+  ProcessActivation by_string{
+      .id = 1, .key = Key::String("u\"1"), .time = 1500, .input = &input, .state = &state};
+  ProcessActivation by_int{.id = 2,
+                           .key = Key::Int(-4),
+                           .time = 900,
+                           .input = nullptr,
+                           .timer = "abandon",
+                           .state = &empty};
   ProcessActivation unkeyed{.id = 3, .key = Key(), .time = 5, .input = &input, .state = &empty};
   call.activations = {by_string, by_int, unkeyed};
   std::string line;
   AppendInvoke(call, line);
-  EXPECT_EQ(line,
-            R"({"type":"invoke","call":9,"attempt":2,"watermark":1000,"activations":[)"
-            R"({"id":1,"key":"u\"1","time":1500,"input":{"action":"add","n":2},"state":{"cart":3}},)"
-            R"({"id":2,"key":-4,"time":900,"timer":"abandon","state":{}},)"
-            R"({"id":3,"key":null,"time":5,"input":{"action":"add","n":2},"state":{}}]})"
-            "\n");
+  EXPECT_EQ(
+      line,
+      R"({"type":"invoke","call":9,"attempt":2,"watermark":1000,"activations":[)"
+      R"({"id":1,"key":"u\"1","time":1500,"input":{"action":"add","n":2},"state":{"cart":3}},)"
+      R"({"id":2,"key":-4,"time":900,"timer":"abandon","state":{}},)"
+      R"({"id":3,"key":null,"time":5,"input":{"action":"add","n":2},"state":{}}]})"
+      "\n");
 
   Value document;
   Call read;
@@ -175,8 +179,7 @@ TEST(Protocol, MessageLevelViolationsAreNamed) {
             "unknown field 'extra'");
   EXPECT_EQ(ReplyError(R"({"type":"result","call":1,"call":2,"results":[]})"),
             "duplicate field 'call'");
-  EXPECT_EQ(ReplyError(R"({"type":"result","call":1,"results":[]} x)").rfind("not JSON: ", 0),
-            0u);
+  EXPECT_EQ(ReplyError(R"({"type":"result","call":1,"results":[]} x)").rfind("not JSON: ", 0), 0u);
 }
 
 TEST(Protocol, ResultViolationsNameTheResultAndTheField) {
@@ -241,9 +244,9 @@ TEST(Protocol, TimerViolations) {
 
 TEST(Protocol, TimesAreInt64) {
   std::vector<ProcessResult> results;
-  ASSERT_TRUE(ParseReply(WithResult(R"({"id":1,"timers":[{"set":"a","at":9223372036854775807}]})"),
-                         results)
-                  .ok());
+  ASSERT_TRUE(
+      ParseReply(WithResult(R"({"id":1,"timers":[{"set":"a","at":9223372036854775807}]})"), results)
+          .ok());
   EXPECT_EQ(results[0].timers[0].at, INT64_MAX);
   EXPECT_EQ(ReplyError(WithResult(R"({"id":1,"timers":[{"set":"a","at":9223372036854775808}]})")),
             "result 0: timer 0: 'at' must be an integer, found number");

@@ -91,7 +91,8 @@ class OutputForwarder {
   void Run() {
     bool stopping = false;
     while (streams_[0].fd >= 0 || streams_[1].fd >= 0) {
-      pollfd fds[3] = {{streams_[0].fd, POLLIN, 0}, {streams_[1].fd, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+      pollfd fds[3] = {
+          {streams_[0].fd, POLLIN, 0}, {streams_[1].fd, POLLIN, 0}, {wake_[0], POLLIN, 0}};
       // Once told to stop, only what is already in the pipes is read.
       if (poll(fds, 3, stopping ? 0 : -1) < 0 && errno != EINTR) break;
       if (fds[2].revents != 0) stopping = true;
@@ -207,9 +208,8 @@ struct ExecFailure {
 }
 
 // In the child, between fork and exec: only async-signal-safe calls.
-[[noreturn]] void RunChild(pid_t parent, int protocol_fd, int stdout_fd, int stderr_fd,
-                           int null_fd, int report_fd, const char* working_dir, char** argv,
-                           char** envp) {
+[[noreturn]] void RunChild(pid_t parent, int protocol_fd, int stdout_fd, int stderr_fd, int null_fd,
+                           int report_fd, const char* working_dir, char** argv, char** envp) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);  // Weir died before the line above
@@ -300,13 +300,13 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const RemoteWorkerOpti
   while ((n = read(report[0], &failure, sizeof failure)) < 0 && errno == EINTR) {
   }
   CloseFd(report[0]);
-  auto child = std::unique_ptr<ChildProcess>(new ChildProcess(
-      pid, std::make_unique<OutputForwarder>(options.step, out[0], err[0])));
+  auto child = std::unique_ptr<ChildProcess>(
+      new ChildProcess(pid, std::make_unique<OutputForwarder>(options.step, out[0], err[0])));
   if (n == sizeof failure) {
     child->Stop(std::chrono::milliseconds(0));
     if (failure.stage == 0) {
-      return Status::InvalidArgument("cannot enter the worker's working directory " +
-                                     working_dir + ": " + ErrnoText(failure.error));
+      return Status::InvalidArgument("cannot enter the worker's working directory " + working_dir +
+                                     ": " + ErrnoText(failure.error));
     }
     return Status::InvalidArgument("cannot run worker [" + CommandText(options.command) +
                                    "]: " + ErrnoText(failure.error));
@@ -410,10 +410,9 @@ Result<Endpoint> ParseEndpoint(std::string_view text) {
     std::string_view path = text.substr(kUnix.size());
     auto* address = reinterpret_cast<sockaddr_un*>(&endpoint.address);
     if (path.empty() || path.size() >= sizeof address->sun_path) {
-      return Status::InvalidArgument("connect '" + std::string(text) +
-                                     "': a unix socket path of 1 to " +
-                                     std::to_string(sizeof address->sun_path - 1) +
-                                     " bytes is needed");
+      return Status::InvalidArgument(
+          "connect '" + std::string(text) + "': a unix socket path of 1 to " +
+          std::to_string(sizeof address->sun_path - 1) + " bytes is needed");
     }
     address->sun_family = AF_UNIX;
     std::memcpy(address->sun_path, path.data(), path.size());
@@ -482,7 +481,8 @@ class RemoteInvoker final : public Invoker {
     return Status::OK();
   }
 
-  std::optional<InvokeError> Invoke(const Call& call, std::vector<ProcessResult>& results) override {
+  std::optional<InvokeError> Invoke(const Call& call,
+                                    std::vector<ProcessResult>& results) override {
     results.clear();
     if (fatal_) return InvokeError{InvokeFailure::kFatal, *fatal_};
     if (!channel_) {
@@ -513,8 +513,8 @@ class RemoteInvoker final : public Invoker {
                   reply.status().message());
     }
     if (reply->call != call.call) {
-      return Fail("worker answered call " + std::to_string(reply->call) + " while " +
-                  waiting_for + " was in flight");
+      return Fail("worker answered call " + std::to_string(reply->call) + " while " + waiting_for +
+                  " was in flight");
     }
     failures_ = 0;
     if (reply->error) {
@@ -556,8 +556,8 @@ class RemoteInvoker final : public Invoker {
     channel_ = std::make_unique<LineChannel>(fd, options_.max_frame_bytes);
     line_.clear();
     AppendHello(options_.process, line_);
-    const std::string late = "worker sent no ready within " +
-                             std::to_string(options_.start_deadline.count()) + " ms";
+    const std::string late =
+        "worker sent no ready within " + std::to_string(options_.start_deadline.count()) + " ms";
     Status sent = channel_->Send(line_, deadline);
     if (!sent.ok()) return Fail(Explain(sent, "its ready", late));
     auto line = channel_->ReadLine(deadline);
@@ -588,8 +588,8 @@ class RemoteInvoker final : public Invoker {
     ++failures_;
     last_failure_ = Clock::now();
     if (failures_ > options_.restart_budget) {
-      return Fatal(worker_ + " failed " + std::to_string(failures_) + " times in a row; last: " +
-                   reason);
+      return Fatal(worker_ + " failed " + std::to_string(failures_) +
+                   " times in a row; last: " + reason);
     }
     LogLine(options_.step, reason + "; restarting in " + std::to_string(Backoff().count()) +
                                " ms (failure " + std::to_string(failures_) + ", budget " +
@@ -618,8 +618,8 @@ class RemoteInvoker final : public Invoker {
 
   std::chrono::milliseconds BackoffLeft() const {
     if (channel_ || failures_ == 0) return {};
-    auto left = std::chrono::ceil<std::chrono::milliseconds>(last_failure_ + Backoff() -
-                                                             Clock::now());
+    auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(last_failure_ + Backoff() - Clock::now());
     return std::max(left, std::chrono::milliseconds(0));
   }
 

@@ -42,10 +42,10 @@ struct RemoteWorkerOptions {
   std::string step;        // the step's name, in log lines and errors
   ProcessOptions process;  // what hello tells the worker
   // Exactly one of these two.
-  std::vector<std::string> command;  // argv, run with execvp (PATH is searched)
-  std::string connect;               // "unix:PATH", "127.0.0.1:PORT" or "localhost:PORT"
-  std::filesystem::path working_dir;  // the child's; empty: Weir's
-  std::chrono::milliseconds deadline{5000};         // per call, from sending it to its answer
+  std::vector<std::string> command;          // argv, run with execvp (PATH is searched)
+  std::string connect;                       // "unix:PATH", "127.0.0.1:PORT" or "localhost:PORT"
+  std::filesystem::path working_dir;         // the child's; empty: Weir's
+  std::chrono::milliseconds deadline{5000};  // per call, from sending it to its answer
   std::chrono::milliseconds start_deadline{10000};  // from starting to ready
   size_t max_frame_bytes = size_t{64} << 20;        // longest line either way, '\n' excluded
   int32_t restart_budget = 5;                       // restarts in a row before kFatal

@@ -144,8 +144,7 @@ TEST(RemoteWorker, GarbageIsAProtocolViolation) {
   auto invoker = Start(PolicyWorker());
   ASSERT_TRUE(invoker);
   std::string reason = Refusal(*invoker, TestCall::Doing(1, "garbage").call);
-  EXPECT_EQ(reason.rfind("worker broke the protocol answering call 1: not JSON", 0), 0u)
-      << reason;
+  EXPECT_EQ(reason.rfind("worker broke the protocol answering call 1: not JSON", 0), 0u) << reason;
   ExpectEchoed(*invoker, TestCall::Doing(2, "echo"));
 }
 
@@ -300,8 +299,8 @@ TEST(RemoteWorker, ConnectsToAWorkerOnAUnixSocketAndReconnectsAfterAFailure) {
   auto invoker = Start(options);
   ASSERT_TRUE(invoker);
   ExpectEchoed(*invoker, TestCall(1, {Json(R"({"n":1})")}));
-  EXPECT_EQ(Refusal(*invoker, TestCall::Doing(2, "garbage").call).rfind(
-                "worker broke the protocol answering call 2", 0),
+  EXPECT_EQ(Refusal(*invoker, TestCall::Doing(2, "garbage").call)
+                .rfind("worker broke the protocol answering call 2", 0),
             0u);
   ExpectEchoed(*invoker, TestCall::Doing(3, "echo"));
 }
@@ -341,8 +340,12 @@ void ExpectCartAbandon(const RemoteWorkerOptions& options) {
 
   Value state = Json(R"({"cart":3})");
   Call fired{.call = 2, .attempt = 1, .watermark = 700000, .activations = {}};
-  fired.activations.push_back({.id = 3, .key = Key::String("ann"), .time = 601000,
-                               .watermark = 700000, .input = nullptr, .timer = "abandon",
+  fired.activations.push_back({.id = 3,
+                               .key = Key::String("ann"),
+                               .time = 601000,
+                               .watermark = 700000,
+                               .input = nullptr,
+                               .timer = "abandon",
                                .state = &state});
   error = invoker.Invoke(fired, results);
   ASSERT_FALSE(error) << error->reason;
@@ -362,8 +365,8 @@ TEST(RemoteWorker, ThePythonExampleRuns) {
 TEST(RemoteWorker, ThePythonLibraryListensWhenAsked) {
   testing::TempDir dir;
   const std::string socket_path = dir / "cart.sock";
-  Server server({"python3", kPythonExamples + "/cart_abandon.py", "--listen",
-                 "unix:" + socket_path});
+  Server server(
+      {"python3", kPythonExamples + "/cart_abandon.py", "--listen", "unix:" + socket_path});
   WaitForFile(socket_path);
   RemoteWorkerOptions options = Options({});
   options.connect = "unix:" + socket_path;
@@ -395,8 +398,13 @@ TEST(RemoteWorker, TheCppWorkerCountsIdleKeys) {
 
   Value state = Json(R"({"count":4})");
   Call fired{.call = 2, .attempt = 1, .watermark = 61000, .activations = {}};
-  fired.activations.push_back({.id = 2, .key = Key::Int(42), .time = 61000, .watermark = 61000,
-                               .input = nullptr, .timer = "idle", .state = &state});
+  fired.activations.push_back({.id = 2,
+                               .key = Key::Int(42),
+                               .time = 61000,
+                               .watermark = 61000,
+                               .input = nullptr,
+                               .timer = "idle",
+                               .state = &state});
   error = invoker->Invoke(fired, results);
   ASSERT_FALSE(error) << error->reason;
   ProcessResult idle{.id = 2};
