@@ -7,6 +7,7 @@
 #include "connectors/nats/jetstream_kind.h"
 #include "dataflow/builtin_kinds.h"
 #include "nexmark/source.h"
+#include "process/process_step.h"
 
 namespace weir::cli {
 
@@ -15,6 +16,7 @@ const dataflow::KindRegistry& PipelineKinds() {
     dataflow::KindRegistry all = dataflow::BuiltinKinds();
     nexmark::RegisterNexmarkSource(all);
     nats::RegisterJetStreamSource(all);
+    process::RegisterProcessStep(all);
     return all;
   }();
   return kinds;

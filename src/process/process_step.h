@@ -1,5 +1,5 @@
 // The process step: a keyed process function over a stream (weir/process.h), as a dataflow kind.
-// Stream::Process makes one with a native function. The module README describes the semantics, normatively.
+// Stream::Process makes one with a native function; the YAML kind `process:` with a remote worker. The module README describes the semantics, normatively.
 #pragma once
 
 #include <functional>
@@ -25,5 +25,8 @@ using InvokerFactory = std::function<Result<std::unique_ptr<Invoker>>(std::strin
 std::shared_ptr<const dataflow::StepDefinition> MakeProcessStep(
     ProcessOptions options, InvokerFactory make_invoker,
     std::function<void(dataflow::Fingerprint&)> describe_handler = nullptr);
+
+// The YAML kind `process:`, a remote worker (process_yaml.cc has the form).
+void RegisterProcessStep(dataflow::KindRegistry& kinds);
 
 }  // namespace weir::process

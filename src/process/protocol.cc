@@ -233,13 +233,17 @@ Result<WorkerReply> ParseError(Value& message) {
 Status ParseActivation(Value& item, int64_t watermark, const Place& place,
                        ProcessActivation& activation) {
   WEIR_RETURN_IF_ERROR(ExpectType(item, Value::Type::kObject, "an object", "activation", place));
-  WEIR_RETURN_IF_ERROR(CheckFields(item, {"id", "key", "time", "input", "timer", "state"}, place));
+  WEIR_RETURN_IF_ERROR(
+      CheckFields(item, {"id", "key", "time", "watermark", "input", "timer", "state"}, place));
   WEIR_ASSIGN_OR_RETURN(activation.id, RequiredInt(item, "id", place));
   const Value* key = item.Find("key");
   if (key == nullptr) return place.Violation("missing field 'key'");
   activation.key = KeyFromJson(*key);
   WEIR_ASSIGN_OR_RETURN(activation.time, RequiredInt(item, "time", place));
   activation.watermark = watermark;
+  if (item.Find("watermark") != nullptr) {
+    WEIR_ASSIGN_OR_RETURN(activation.watermark, RequiredInt(item, "watermark", place));
+  }
   activation.input = item.Find("input");
   const bool has_timer = item.Find("timer") != nullptr;
   if ((activation.input != nullptr) == has_timer) {
@@ -310,6 +314,7 @@ void AppendInvoke(const Call& call, std::string& out) {
     out += R"(,"key":)";
     activation.key.AppendJson(out);
     AppendNumber(out, R"(,"time":)", activation.time);
+    AppendNumber(out, R"(,"watermark":)", activation.watermark);
     if (activation.is_timer()) {
       out += R"(,"timer":)";
       AppendJsonString(out, activation.timer);

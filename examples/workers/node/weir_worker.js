@@ -56,7 +56,7 @@ function answer(invoke, handlers) {
   const results = [];
   for (const item of invoke.activations) {
     // id, key, time, state, and input (an input) or timer (a timer's name).
-    const activation = { ...item, watermark: invoke.watermark, isTimer: 'timer' in item };
+    const activation = { ...item, watermark: item.watermark ?? invoke.watermark, isTimer: 'timer' in item };
     const result = new Result(item.id);
     const handler = activation.isTimer ? handlers.onTimer : handlers.onInput;
     try {

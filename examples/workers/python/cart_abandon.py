@@ -8,8 +8,7 @@ after the last add. Declared in the pipeline as:
         id: cart_abandon
         state: [cart]
         timers: [abandon]
-        worker:
-          command: [python3, cart_abandon.py]
+        worker: [python3, cart_abandon.py]
 """
 
 import weir_worker

@@ -47,7 +47,9 @@ class Activation:
         self.id = item["id"]
         self.key = item["key"]  # a str, an int, None, or other JSON for JSON keys
         self.time = item["time"]  # event time in ms: the input's, or the timer's
-        self.watermark = watermark
+        # The task's watermark when the activation was made (a timer must be set after it); the
+        # call's, the lowest of its activations', for an engine that does not send it.
+        self.watermark = item.get("watermark", watermark)
         self.input = item.get("input")  # the input's value; None for a timer
         self.timer = item.get("timer")  # the timer's name; None for an input
         self.state = item["state"]  # dict: the key's declared state values that are present
