@@ -9,11 +9,17 @@ after the last add. Declared in the pipeline as:
         state: [cart]
         timers: [abandon]
         worker: [python3, cart_abandon.py]
+
+An argument names the action that ends a cart instead of "checkout" (`weir demo`'s clickstream
+says "purchase"): worker: [python3, cart_abandon.py, purchase].
 """
+
+import sys
 
 import weir_worker
 
 ABANDON_AFTER_MS = 10 * 60 * 1000
+CHECKOUT = sys.argv[1] if len(sys.argv) > 1 else "checkout"
 
 
 def on_input(activation, result):
@@ -21,7 +27,7 @@ def on_input(activation, result):
     if action == "add_to_cart":
         result.set("cart", activation.state.get("cart", 0) + 1)
         result.set_timer("abandon", activation.time + ABANDON_AFTER_MS)
-    elif action == "checkout":
+    elif action == CHECKOUT:
         result.clear("cart")
         result.cancel_timer("abandon")
 
