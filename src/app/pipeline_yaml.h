@@ -23,6 +23,9 @@
 //     - group_by: page                         # or {field, type, partitions}; no type: the
 //                                              # field's own (string, integer, else JSON)
 //     - aggregate: {sales: count, revenue: {sum: amount}}   # count sum mean min max
+//     - process: {id: fraud, worker: [python3, fraud.py], state: [...], timers: [...],
+//                 version, connect, files, limits: {...}, deadline_ms, retries, ...}
+//                                              # keyed process function (src/process/README.md)
 //   sink: {file: out.jsonl}         # or {topic: name, partitions: N}, {stdout: true}; or sinks:
 //
 // Joins (weir/join.h) start from named streams instead of `source`, each {source, steps}:
