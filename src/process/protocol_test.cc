@@ -65,24 +65,32 @@ TEST(Protocol, InvokeEncodesInputsTimersKeysAndStateAndReadsBack) {
   Value state = Json(R"({"cart":3})");
   Value empty = Json("{}");
   Call call{.call = 9, .attempt = 2, .watermark = 1000, .activations = {}};
-  ProcessActivation by_string{
-      .id = 1, .key = Key::String("u\"1"), .time = 1500, .input = &input, .state = &state};
+  ProcessActivation by_string{.id = 1,
+                              .key = Key::String("u\"1"),
+                              .time = 1500,
+                              .watermark = 1000,
+                              .input = &input,
+                              .state = &state};
   ProcessActivation by_int{.id = 2,
                            .key = Key::Int(-4),
                            .time = 900,
+                           .watermark = 1200,
                            .input = nullptr,
                            .timer = "abandon",
                            .state = &empty};
-  ProcessActivation unkeyed{.id = 3, .key = Key(), .time = 5, .input = &input, .state = &empty};
+  ProcessActivation unkeyed{
+      .id = 3, .key = Key(), .time = 5, .watermark = 1200, .input = &input, .state = &empty};
   call.activations = {by_string, by_int, unkeyed};
   std::string line;
   AppendInvoke(call, line);
   EXPECT_EQ(
       line,
       R"({"type":"invoke","call":9,"attempt":2,"watermark":1000,"activations":[)"
-      R"({"id":1,"key":"u\"1","time":1500,"input":{"action":"add","n":2},"state":{"cart":3}},)"
-      R"({"id":2,"key":-4,"time":900,"timer":"abandon","state":{}},)"
-      R"({"id":3,"key":null,"time":5,"input":{"action":"add","n":2},"state":{}}]})"
+      R"({"id":1,"key":"u\"1","time":1500,"watermark":1000,"input":{"action":"add","n":2},)"
+      R"("state":{"cart":3}},)"
+      R"({"id":2,"key":-4,"time":900,"watermark":1200,"timer":"abandon","state":{}},)"
+      R"({"id":3,"key":null,"time":5,"watermark":1200,"input":{"action":"add","n":2},)"
+      R"("state":{}}]})"
       "\n");
 
   Value document;
@@ -96,6 +104,7 @@ TEST(Protocol, InvokeEncodesInputsTimersKeysAndStateAndReadsBack) {
   EXPECT_EQ(*read.activations[0].input, input);
   EXPECT_EQ(read.activations[0].State("cart")->as_int(), 3);
   EXPECT_EQ(read.activations[0].watermark, 1000);
+  EXPECT_EQ(read.activations[1].watermark, 1200);
   EXPECT_TRUE(read.activations[1].is_timer());
   EXPECT_EQ(read.activations[1].timer, "abandon");
   EXPECT_EQ(read.activations[1].key, Key::Int(-4));

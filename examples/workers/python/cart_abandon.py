@@ -19,7 +19,7 @@ import sys
 import weir_worker
 
 ABANDON_AFTER_MS = 10 * 60 * 1000
-CHECKOUT = sys.argv[1] if len(sys.argv) > 1 else "checkout"
+CHECKOUT = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else "checkout"
 
 
 def on_input(activation, result):
