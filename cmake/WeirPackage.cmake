@@ -11,12 +11,12 @@
 include(CMakePackageConfigHelpers)
 
 # The installed libraries, each before the ones it uses: the order weir.pc links them in.
-set(WEIR_PACKAGE_LIBRARIES app nats client dataflow state window join log stream_protocol core)
+set(WEIR_PACKAGE_LIBRARIES app process nats client dataflow state window join log stream_protocol core)
 
 add_library(weir_weir INTERFACE)
 add_library(weir::weir ALIAS weir_weir)
 set_target_properties(weir_weir PROPERTIES EXPORT_NAME weir)
-target_link_libraries(weir_weir INTERFACE weir::app weir::nats weir::client)
+target_link_libraries(weir_weir INTERFACE weir::app weir::process weir::nats weir::client)
 target_compile_features(weir_weir INTERFACE cxx_std_20)
 # A sanitizer build's libraries need the sanitizer's runtime in every program that links them.
 target_link_options(weir_weir INTERFACE ${WEIR_SANITIZER_LINK_OPTIONS})

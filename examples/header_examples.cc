@@ -110,6 +110,29 @@ std::string IdAndName(std::string_view name) {
   return json;
 }
 
+// process.h
+// header:
+struct IdleAlert : weir::ProcessFunction {
+  void OnInput(const weir::ProcessActivation& a, weir::ProcessResult& r) override {
+    const weir::Value* n = a.State("n");
+    r.Set("n", weir::Value((n ? n->as_int() : 0) + 1));
+    r.SetTimer("idle", a.time + 60'000);  // replaces the pending one
+  }
+  void OnTimer(const weir::ProcessActivation& a, weir::ProcessResult& r) override {
+    r.Emit(weir::Value::MakeObject({{"user", a.key.ToValue()}, {"events", *a.State("n")}}),
+           a.time);
+    r.Clear("n");
+  }
+};
+// end
+void IdleUsers(weir::Stream stream) {
+  // header:
+  stream.Process({.id = "idle-alert", .state = {"n"}, .timers = {"idle"}},
+                 std::make_shared<IdleAlert>())
+      .ToTopic("idle-users");
+  // end
+}
+
 int main() {
   std::ofstream("events.jsonl")
       << R"({"user": "ann", "page": "/a", "action": "buy", "amount": 5, "ts": 1000}

@@ -22,6 +22,24 @@
 //     until the activations that fail alone are found: those go to the dead-letter topic, the
 //     rest are applied. A native handler that throws fails its call the same way.
 //
+// Example: alert when a user has been idle for a minute of event time.
+//
+//   struct IdleAlert : weir::ProcessFunction {
+//     void OnInput(const weir::ProcessActivation& a, weir::ProcessResult& r) override {
+//       const weir::Value* n = a.State("n");
+//       r.Set("n", weir::Value((n ? n->as_int() : 0) + 1));
+//       r.SetTimer("idle", a.time + 60'000);  // replaces the pending one
+//     }
+//     void OnTimer(const weir::ProcessActivation& a, weir::ProcessResult& r) override {
+//       r.Emit(weir::Value::MakeObject({{"user", a.key.ToValue()}, {"events", *a.State("n")}}),
+//              a.time);
+//       r.Clear("n");
+//     }
+//   };
+//   stream.Process({.id = "idle-alert", .state = {"n"}, .timers = {"idle"}},
+//                  std::make_shared<IdleAlert>())
+//       .ToTopic("idle-users");
+//
 // Threads: a native ProcessFunction is called on the task threads, one call at a time per task
 // but from several tasks at once: it must not keep mutable state of its own (that is what the
 // engine's state is for) or must guard it.

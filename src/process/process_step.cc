@@ -369,13 +369,13 @@ class ProcessOperator : public dataflow::Operator {
   }
 
   // How many activations of the call to apply, and the watermark of the round to run right
-  // after them if not all: the first activation q after a result that sets a timer at or before
-  // q's watermark decides. An input q is applied (its round comes after it); a timer q is not
+  // after them if a timer a result set comes due inside the call (nullopt: none does): the first
+  // activation q after a result that sets a timer at or before q's watermark decides. An input q is applied (its round comes after it); a timer q is not
   // (it belongs to that round).
-  std::pair<size_t, int64_t> FirstTimerDue(const std::vector<Pending*>& items,
+  std::pair<size_t, std::optional<int64_t>> FirstTimerDue(const std::vector<Pending*>& items,
                                            const std::vector<Outcome>& outcomes) const {
     size_t applied = items.size();
-    int64_t round = 0;
+    std::optional<int64_t> round;
     for (size_t i = 0; i + 1 < items.size() && i < applied; ++i) {
       if (!outcomes[i].result) continue;
       for (const ProcessTimerChange& change : outcomes[i].result->timers) {
@@ -386,7 +386,7 @@ class ProcessOperator : public dataflow::Operator {
         if (q == items.end()) continue;
         const size_t at = static_cast<size_t>(q - items.begin());
         const size_t cut = (*q)->is_timer() ? at : at + 1;
-        if (cut < applied) {
+        if (cut < applied || !round) {
           applied = cut;
           round = (*q)->event.watermark;
         }
@@ -396,17 +396,18 @@ class ProcessOperator : public dataflow::Operator {
   }
 
   // Puts the activations of a call that were not applied back: timers into the index, inputs
-  // into the queue, in order, each followed by its round; `round` first. Returns how many events
-  // went into the queue.
-  size_t TakeBack(std::span<Pending*> rest, int64_t round) {
-    if (rest.empty()) return 0;
-    next_activation_ = rest.front()->id;
+  // into the queue, in order, each followed by its round; the round of `round` first (also when
+  // every activation was applied but a timer came due at the last one). nullopt: nothing to do.
+  // Returns how many events went into the queue.
+  size_t TakeBack(std::span<Pending*> rest, std::optional<int64_t> round) {
+    if (!round) return 0;  // the whole call was applied
     std::vector<Event> events;
     std::optional<int64_t> last_round;
-    if (!rest.front()->is_timer()) {
-      events.push_back(Event{.watermark = round});
+    if (rest.empty() || !rest.front()->is_timer()) {
+      events.push_back(Event{.watermark = *round});
       last_round = round;
     }
+    if (!rest.empty()) next_activation_ = rest.front()->id;
     for (Pending* p : rest) {
       if (p->is_timer()) {
         if (!p->footprint.holds_anything()) ++totals_.keys;
