@@ -230,6 +230,36 @@ TEST(ProcessStep, ATimerCallbackLimitSplitsRoundsWithoutChangingTheOutputs) {
   EXPECT_GT(a->process.calls, b->process.calls);
 }
 
+// Pings a key once, 5 ms after its first input; names each activation in its output.
+class PingOnce : public ProcessFunction {
+ public:
+  void OnInput(const ProcessActivation& a, ProcessResult& result) override {
+    result.Emit(Value("input " + a.key.bytes() + " at " + std::to_string(a.time)), a.time);
+    if (a.State("pinged") != nullptr) return;
+    result.Set("pinged", Value(true));
+    result.SetTimer("ping", a.time + 5);
+  }
+  void OnTimer(const ProcessActivation& a, ProcessResult& result) override {
+    result.Emit(Value("ping " + a.key.bytes() + " at " + std::to_string(a.time)), a.time);
+  }
+};
+
+// a's input sets a timer at 1005; b's input (watermark 1010) reaches it, so it fires in the round
+// after b, before a's next input. The three inputs make one call [a, b], closed by a's second
+// input; b is its last activation, so the round of b's watermark must run again once the call's
+// results are in.
+TEST(ProcessStep, ATimerSetInACallFiresBeforeTheNextInputWhenTheCallsLastInputReachesIt) {
+  TempDir dir;
+  WriteLines(dir / "in.jsonl", {Event("a", 1000), Event("b", 1010), Event("a", 1020)});
+  auto summary = RunCount(dir, {.id = "ping", .state = {"pinged"}, .timers = {"ping"}},
+                          std::make_shared<PingOnce>());
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(OutputValues(dir / "out.jsonl"),
+            (std::vector<std::string>{R"("input a at 1000")", R"("input b at 1010")",
+                                      R"("ping a at 1005")", R"("input a at 1020")",
+                                      R"("ping b at 1015")"}));
+}
+
 TEST(ProcessStep, PendingTimersSurviveAStopAndFireAfterTheRestart) {
   TempDir stopped;
   TempDir straight;

@@ -10,6 +10,11 @@ Each input's "do" says what to do with the call that holds it:
   "wrong-call"        answer as if the call were another
   "raise"             answer {"type":"error"}
   "print"             print to stdout and stderr, then echo
+  "unknown-id"        echo under an activation id the call does not hold
+  "duplicate-id"      echo twice
+  "missing-result"    give no result for it
+  "unknown-field"     echo with a field the protocol does not have ("extra")
+  "undeclared-state"  echo and set state "undeclared", which no step declares
 Arguments: --start-delay SECONDS (before ready), --listen unix:PATH (serve there instead of fd 3),
 --protocol N (claimed in ready).
 """
@@ -60,9 +65,18 @@ def serve(sock):
             if do == "print":
                 print("a stray print on stdout", flush=True)
                 print("and one on stderr", file=sys.stderr, flush=True)
-            results.append({"id": activation["id"],
-                            "outputs": [{"value": activation.get("input"),
-                                         "time": activation["time"]}]})
+            result = {"id": activation["id"],
+                      "outputs": [{"value": activation.get("input"), "time": activation["time"]}]}
+            if do == "unknown-id":
+                result["id"] += 1000000
+            if do == "unknown-field":
+                result["extra"] = 1
+            if do == "undeclared-state":
+                result["state"] = {"undeclared": {"set": 1}}
+            if do != "missing-result":
+                results.append(result)
+            if do == "duplicate-id":
+                results.append(result)
         else:
             send(sock, {"type": "result", "call": call, "results": results})
 
