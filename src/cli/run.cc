@@ -76,6 +76,16 @@ int Run(const RunArgs& args) {
                static_cast<long long>(summary->records_out),
                static_cast<long long>(summary->dead_letters), static_cast<long long>(summary->late),
                static_cast<long long>(summary->checkpoints), summary->wall_seconds);
+  if (const ProcessCounters& p = summary->process; p.calls > 0 || p.dead_lettered > 0) {
+    std::fprintf(stderr,
+                 "weir: process steps: %lld activations applied (%lld timers fired) in %lld "
+                 "calls; %lld attempts refused, %lld retries, %lld splits, %lld dead-lettered, "
+                 "%lld timers set at the end of input dropped\n",
+                 static_cast<long long>(p.activations), static_cast<long long>(p.timers_fired),
+                 static_cast<long long>(p.calls), static_cast<long long>(p.refused),
+                 static_cast<long long>(p.retries), static_cast<long long>(p.splits),
+                 static_cast<long long>(p.dead_lettered), static_cast<long long>(p.timers_dropped));
+  }
   return 0;
 }
 

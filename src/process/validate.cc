@@ -77,11 +77,11 @@ std::variant<ValidatedCall, CallError> ValidateCall(const ProcessOptions& option
     const ProcessResult& result = results[validated.result_of[a]];
     const ProcessActivation& activation = activations[a];
     const KeyFootprint& before = footprints[a];
-    const std::string where = "result for activation " + std::to_string(result.id) + ": ";
+    auto where = [&] { return "result for activation " + std::to_string(result.id) + ": "; };
 
     for (const ProcessOutput& output : result.outputs) {
       if (output.time < activation.time) {
-        return refuse(where + "an output at " + std::to_string(output.time) +
+        return refuse(where() + "an output at " + std::to_string(output.time) +
                       " is before the activation's time " + std::to_string(activation.time));
       }
       ++output_rows;
@@ -92,10 +92,10 @@ std::variant<ValidatedCall, CallError> ValidateCall(const ProcessOptions& option
     for (size_t i = 0; i < result.state.size(); ++i) {
       const ProcessStateChange& change = result.state[i];
       const std::optional<size_t> name = IndexOf(options.state, change.name);
-      if (!name) return refuse(where + "state " + Quoted(change.name) + " is not declared");
+      if (!name) return refuse(where() + "state " + Quoted(change.name) + " is not declared");
       for (size_t j = 0; j < i; ++j) {
         if (result.state[j].name == change.name) {
-          return refuse(where + "state " + Quoted(change.name) + " is changed twice");
+          return refuse(where() + "state " + Quoted(change.name) + " is changed twice");
         }
       }
       after.state_bytes[*name] =
@@ -106,16 +106,16 @@ std::variant<ValidatedCall, CallError> ValidateCall(const ProcessOptions& option
     for (size_t i = 0; i < result.timers.size(); ++i) {
       const ProcessTimerChange& change = result.timers[i];
       const std::optional<size_t> name = IndexOf(options.timers, change.name);
-      if (!name) return refuse(where + "timer " + Quoted(change.name) + " is not declared");
+      if (!name) return refuse(where() + "timer " + Quoted(change.name) + " is not declared");
       for (size_t j = 0; j < i; ++j) {
         if (result.timers[j].name == change.name) {
-          return refuse(where + "timer " + Quoted(change.name) + " is changed twice");
+          return refuse(where() + "timer " + Quoted(change.name) + " is changed twice");
         }
       }
       std::optional<int64_t> at = change.at;
       if (at && *at <= activation.watermark) {
         if (activation.watermark != Watermark::Max().value()) {
-          return refuse(where + "timer " + Quoted(change.name) + " at " + std::to_string(*at) +
+          return refuse(where() + "timer " + Quoted(change.name) + " at " + std::to_string(*at) +
                         " is not after the watermark " + std::to_string(activation.watermark));
         }
         at.reset();  // dropped: it could never fire
@@ -126,13 +126,13 @@ std::variant<ValidatedCall, CallError> ValidateCall(const ProcessOptions& option
     running.keys += (after.holds_anything() ? 1 : 0) - (before.holds_anything() ? 1 : 0);
 
     if (running.keys > limits.max_keys) {
-      return refuse(where + Over("keys with state or timers", running.keys, limits.max_keys));
+      return refuse(where() + Over("keys with state or timers", running.keys, limits.max_keys));
     }
     if (running.timers > limits.max_timers) {
-      return refuse(where + Over("pending timers", running.timers, limits.max_timers));
+      return refuse(where() + Over("pending timers", running.timers, limits.max_timers));
     }
     if (running.state_bytes > limits.max_state_bytes) {
-      return refuse(where + Over("state bytes", running.state_bytes, limits.max_state_bytes));
+      return refuse(where() + Over("state bytes", running.state_bytes, limits.max_state_bytes));
     }
     validated.totals_after.push_back(running);
   }
