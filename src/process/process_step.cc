@@ -163,6 +163,7 @@ class ProcessOperator : public dataflow::Operator {
     store_.Put(IndexKey(at, key.bytes(), name), Value(static_cast<int64_t>(key.serde())));
     store_.Put(KeyOf(key.bytes(), 't', name), Value(at));
     if (!next_timer_ || at < *next_timer_) next_timer_ = at;
+    if (!after_due_ || at < *after_due_) after_due_ = at;
   }
   void DeleteTimer(const Key& key, std::string_view name, int64_t at) {
     store_.Delete(IndexKey(at, key.bytes(), name));
@@ -299,6 +300,7 @@ class ProcessOperator : public dataflow::Operator {
         p->time = due.at;
         ++fired;
       }
+      next_timer_ = after_due_;  // every collected timer is activated or gone
       // A full round ends its call: the next round is another step.
       if (due_.size() == limit && fired > 0) {
         if (const size_t returned = Dispatch(); returned > 0) {
@@ -309,14 +311,18 @@ class ProcessOperator : public dataflow::Operator {
     }
   }
 
-  // Reads up to `limit` due timers into due_ and sets next_timer_ to the first time left
+  // Reads up to `limit` due timers into due_ and sets next_timer_ to the first pending time
   // (nullopt: none). False after a storage error.
   bool CollectDue(int64_t watermark, size_t limit) {
     due_.clear();
     std::optional<int64_t> next;
     Status decoded;
+    // No pending timer is before next_timer_: starting there skips the fired timers' deletions,
+    // which a scan from the index's start would walk again in every round.
+    std::string from = kIndexFrom;
+    state::AppendInt64Field(from, *next_timer_);
     Status scanned =
-        store_.Scan(kIndexFrom, kIndexTo, false, [&](std::string_view key, const Value& serde) {
+        store_.Scan(from, kIndexTo, false, [&](std::string_view key, const Value& serde) {
           std::string_view in = key.substr(1);
           std::optional<int64_t> at = state::ReadInt64Field(in);
           std::optional<std::string> bytes = ReadOrdered(in);
@@ -338,7 +344,10 @@ class ProcessOperator : public dataflow::Operator {
         });
     if (scanned.ok()) scanned = decoded;
     if (!scanned.ok()) return StorageError(scanned) != nullptr;
-    next_timer_ = next;
+    // The timers collected stay in the index until they are activated, which a call taken back
+    // can interrupt: the bound is the first of them.
+    next_timer_ = due_.empty() ? next : std::optional<int64_t>(due_.front().at);
+    after_due_ = next;
     return true;
   }
 
@@ -558,6 +567,8 @@ class ProcessOperator : public dataflow::Operator {
   int64_t next_call_ = 1;
   StepTotals totals_;
   std::optional<int64_t> next_timer_;  // no pending timer is earlier (nullopt: none pending)
+  // The same bound for the timers beyond those CollectDue collected.
+  std::optional<int64_t> after_due_;
 
   std::deque<Event> queue_;
   std::deque<Pending> pending_;                // the call under way, in activation order
