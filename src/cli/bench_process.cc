@@ -406,6 +406,9 @@ int BenchProcess(const BenchArgs& args) {
       phased ? (run_end_cpu - firing.cpu) + (workers_cpu - firing.workers_cpu) : -1;
   const double firing_rate =
       phased ? static_cast<double>(model.fired_at_end) / std::max(firing_cpu, 1e-9) : -1;
+  // Before it, every activation was an input.
+  const double input_rate =
+      phased ? static_cast<double>(events) / std::max(total_cpu - firing_cpu, 1e-9) : -1;
 
   std::printf(
       "weir bench process: count + idle timer per key (idle %lld ms), handler %s, %lld events, "
@@ -443,8 +446,10 @@ int BenchProcess(const BenchArgs& args) {
   if (phased) {
     std::printf(
         "  firing at the end of input: %lld timers in %.2f s wall, %.2f s CPU (engine + workers, "
-        "from the first firing to the end of the run): %.0f firings/s per core\n",
-        static_cast<long long>(model.fired_at_end), firing_wall, firing_cpu, firing_rate);
+        "from the first firing to the end of the run): %.0f firings/s per core; the inputs "
+        "before it: %.0f activations/s per core\n",
+        static_cast<long long>(model.fired_at_end), firing_wall, firing_cpu, firing_rate,
+        input_rate);
   }
   std::printf("  peak memory: engine %.0f MiB%s\n", summary.peak_rss_bytes / 1048576.0,
               command.empty() ? ""
@@ -460,7 +465,7 @@ int BenchProcess(const BenchArgs& args) {
       "timers_fired=%lld fired_at_end=%lld calls=%lld activations_per_cpu_s=%.0f "
       "engine_activations_per_cpu_s=%.0f engine_cpu_s=%.2f workers_cpu_s=%.2f wall_s=%.2f "
       "allocs_per_activation=%s peak_rss_mib=%.0f worker_peak_rss_mib=%s p50_ms=%s p99_ms=%s "
-      "end_firings_per_cpu_s=%s\n",
+      "end_firings_per_cpu_s=%s input_activations_per_cpu_s=%s\n",
       handler.c_str(), static_cast<long long>(events), static_cast<long long>(args.users),
       static_cast<long long>(args.idle_ms), static_cast<long long>(counters.activations),
       static_cast<long long>(counters.timers_fired), static_cast<long long>(model.fired_at_end),
@@ -468,8 +473,8 @@ int BenchProcess(const BenchArgs& args) {
       summary.cpu_seconds, workers_cpu, summary.wall_seconds,
       allocations.PerEvent(counters.activations).c_str(), summary.peak_rss_bytes / 1048576.0,
       command.empty() ? "-" : Figure(children_after.peak_rss_bytes / 1048576.0, "%.0f").c_str(),
-      Figure(p50, "%.3f").c_str(), Figure(p99, "%.3f").c_str(),
-      Figure(firing_rate, "%.0f").c_str());
+      Figure(p50, "%.3f").c_str(), Figure(p99, "%.3f").c_str(), Figure(firing_rate, "%.0f").c_str(),
+      Figure(input_rate, "%.0f").c_str());
   return 0;
 }
 
