@@ -12,8 +12,8 @@
 
 #include "cli/bench_support.h"
 #include "cli/commands.h"
-#include "core/heap_counter.h"
 #include "cli/local_log.h"
+#include "core/heap_counter.h"
 #include "core/process_stats.h"
 #include "dataflow/clickstream.h"
 #include "weir/application.h"
@@ -25,12 +25,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-double Percentile(std::vector<double>& v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
-}
 
 uint64_t Checksum(std::string_view bytes) {
   uint64_t h = 1469598103934665603ULL;
@@ -48,6 +42,19 @@ GeneratorOptions BenchGenerator(const BenchArgs& args) {
 }
 
 }  // namespace
+
+double Percentile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
+
+std::string Figure(double v, const char* format) {
+  if (v < 0) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
 
 Status ForEachOutput(
     const std::string& data_dir, const std::string& topic_name,

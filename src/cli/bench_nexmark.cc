@@ -182,13 +182,6 @@ double Percentile(std::vector<double>& v, double q) {
   return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
 }
 
-std::string Figure(double v, const char* format) {
-  if (v < 0) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 // Weir's answer, and the latency of each row that the watermark (not the end of input) made.
 struct WeirOutput {
   Answer answer;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "log/log.h"
 #include "weir/status.h"
@@ -35,6 +36,12 @@ class BenchDir {
   std::string path_;
   bool owned_ = false;
 };
+
+// The value at quantile `q` (0-1) of `v`, which it sorts; 0 when `v` is empty.
+double Percentile(std::vector<double>& v, double q);
+
+// `v` printed with `format`, or "-" when it is negative (a figure that was not measured).
+std::string Figure(double v, const char* format);
 
 // Reads every record of `topic` in the data directory, partition by partition, and hands each
 // value, parsed, to `check` with its partition and record; the first error (the log's or `check`'s)

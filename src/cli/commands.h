@@ -127,12 +127,23 @@ struct BenchArgs {
   int64_t grace_ms = 4'000;
   int64_t checkpoint_ms = 1'000;   // outputs are visible once checkpointed
   int64_t out_of_order_group = 1;  // the generator's disorder (1: in order)
+  // Process functions: the handler (native, cpp, python or node), its worker (a weir-cpp-worker
+  // binary or a count_idle script; empty: looked for beside the weir binary and in
+  // examples/workers), the idle timer, the event-time rate (0: a key's mean gap between inputs
+  // is the idle time), the sink (discard or topic) and the activations per call.
+  std::string handler = "native";
+  std::string worker;
+  int64_t idle_ms = 60'000;
+  double process_event_rate = 0;
+  std::string sink = "discard";
+  int64_t per_call = 256;
 };
 int BenchLog(const BenchArgs& args);
 int BenchPipeline(const BenchArgs& args);
 int BenchWindows(const BenchArgs& args);
 int BenchJoin(const BenchArgs& args);
 int BenchNexmark(const BenchArgs& args);
+int BenchProcess(const BenchArgs& args);
 
 // Ctrl-C / SIGTERM: the first asks `on_stop` to stop cleanly; the second exits at once.
 void InstallStopHandler(std::function<void()> on_stop);

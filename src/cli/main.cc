@@ -298,7 +298,32 @@ Command AddBenchNexmark(CLI::App* bench_cmd, BenchArgs& bench) {
   return {bench_nexmark, [&bench] { return BenchNexmark(bench); }};
 }
 
-// `bench log|pipeline|windows|join|nexmark`: each takes its own --data-dir (default: a
+// `bench process`.
+Command AddBenchProcess(CLI::App* bench_cmd, BenchArgs& bench) {
+  CLI::App* cmd = bench_cmd->add_subcommand(
+      "process", "Keyed process function: count + idle timer per key, native or remote worker");
+  cmd->add_option("--handler", bench.handler, "native, cpp, python or node")->capture_default_str();
+  cmd->add_option("--worker", bench.worker,
+                  "weir-cpp-worker binary or count_idle script (default: beside the weir binary, "
+                  "or examples/workers/)");
+  cmd->add_option("--events", bench.records, "Events")->capture_default_str();
+  cmd->add_option("--keys", bench.users, "Distinct keys")->capture_default_str();
+  cmd->add_option("--idle-ms", bench.idle_ms, "The idle timer, ms after a key's last input")
+      ->capture_default_str();
+  cmd->add_option("--event-rate", bench.process_event_rate,
+                  "Event-time events/s (0: a key's mean gap between inputs is the idle time)")
+      ->capture_default_str();
+  cmd->add_option("--sink", bench.sink, "discard (checked in memory) or topic (read back)")
+      ->capture_default_str();
+  cmd->add_option("--per-call", bench.per_call, "Activations per call at most")
+      ->capture_default_str();
+  cmd->add_option("--partitions", bench.partitions, "Generator partitions (tasks)")
+      ->capture_default_str();
+  cmd->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
+  return {cmd, [&bench] { return BenchProcess(bench); }};
+}
+
+// `bench log|pipeline|windows|join|nexmark|process`: each takes its own --data-dir (default: a
 // temporary directory), not the shared one.
 std::vector<Command> AddBenchCommands(CLI::App& app, Arguments& args) {
   CLI::App* bench_cmd =
@@ -308,6 +333,7 @@ std::vector<Command> AddBenchCommands(CLI::App& app, Arguments& args) {
   AddBenchLogAndPipeline(bench_cmd, args.bench, commands);
   AddBenchWindowsAndJoin(bench_cmd, args.bench, commands);
   commands.push_back(AddBenchNexmark(bench_cmd, args.bench));
+  commands.push_back(AddBenchProcess(bench_cmd, args.bench));
   return commands;
 }
 

@@ -2,7 +2,7 @@
 // itself costs (the same function native and remote) and to test the invoker against a worker
 // that is not Python.
 //
-//   weir-cpp-worker count-idle
+//   weir-cpp-worker count-idle [IDLE_MS]   (process/count_idle.h; IDLE_MS default 60000)
 //
 // It speaks on the fd WEIR_WORKER_FD names (README.md, "Wire protocol"): hello -> ready, then
 // invoke -> result, a handler's exception -> error. It exits 0 when Weir closes the socket and
@@ -19,36 +19,21 @@
 #include <utility>
 #include <vector>
 
+#include "process/count_idle.h"
 #include "process/invoker.h"
 #include "process/protocol.h"
 
 namespace weir::process {
 namespace {
 
-// Counts inputs per key in state "count"; a key idle for a minute of event time emits
-// {"key": K, "count": N} and forgets its count.
-class CountIdle final : public ProcessFunction {
- public:
-  void OnInput(const ProcessActivation& activation, ProcessResult& result) override {
-    const Value* count = activation.State("count");
-    result.Set("count", (count != nullptr ? count->as_int() : 0) + 1);
-    result.SetTimer("idle", activation.time + kIdleMs);
-  }
-  void OnTimer(const ProcessActivation& activation, ProcessResult& result) override {
-    const Value* count = activation.State("count");
-    result.Emit(Value::MakeObject({{"key", activation.key.ToValue()},
-                                   {"count", count != nullptr ? count->as_int() : 0}}),
-                activation.time);
-    result.Clear("count");
-  }
-
- private:
-  static constexpr int64_t kIdleMs = 60'000;
-};
-
-std::shared_ptr<ProcessFunction> FunctionNamed(std::string_view name) {
-  if (name == "count-idle") return std::make_shared<CountIdle>();
-  return nullptr;
+// The function `name` with its arguments; nullptr for an unknown name or bad arguments.
+std::shared_ptr<ProcessFunction> FunctionNamed(std::string_view name, const char* argument) {
+  if (name != "count-idle") return nullptr;
+  if (argument == nullptr) return std::make_shared<CountIdle>(CountIdle::kDefaultIdleMs);
+  char* end = nullptr;
+  const long long idle_ms = std::strtoll(argument, &end, 10);
+  if (*argument == '\0' || *end != '\0' || idle_ms <= 0) return nullptr;
+  return std::make_shared<CountIdle>(idle_ms);
 }
 
 // Lines from a blocking fd.
@@ -129,11 +114,13 @@ int Serve(int fd, std::shared_ptr<ProcessFunction> function) {
 }  // namespace weir::process
 
 int main(int argc, char** argv) {
-  auto function = argc == 2 ? weir::process::FunctionNamed(argv[1]) : nullptr;
+  auto function = argc == 2 || argc == 3
+                      ? weir::process::FunctionNamed(argv[1], argc == 3 ? argv[2] : nullptr)
+                      : nullptr;
   const char* fd_text = std::getenv("WEIR_WORKER_FD");
   if (function == nullptr || fd_text == nullptr) {
     std::fprintf(stderr,
-                 "usage: WEIR_WORKER_FD=N weir-cpp-worker count-idle\n"
+                 "usage: WEIR_WORKER_FD=N weir-cpp-worker count-idle [IDLE_MS]\n"
                  "(run by Weir as a process step's worker command)\n");
     return 2;
   }
