@@ -11,6 +11,8 @@
 #include "process/process_step.h"
 
 #include <deque>
+#include <set>
+#include <tuple>
 #include <span>
 #include <thread>
 #include <unordered_set>
@@ -56,11 +58,21 @@ std::optional<std::string> ReadOrdered(std::string_view& in) {
   return std::nullopt;
 }
 
-struct DueTimer {
+// A pending timer as the index orders it: by time, then key bytes, then name.
+struct TimerEntry {
   int64_t at;
-  Key key;
+  std::string key;  // the message key's bytes
   std::string name;
+  KeySerde serde = KeySerde::kNull;
+  friend bool operator<(const TimerEntry& a, const TimerEntry& b) {
+    return std::tie(a.at, a.key, a.name) < std::tie(b.at, b.key, b.name);
+  }
 };
+
+// How many index entries a refill of the earliest timers reads, and how many of them the step
+// keeps in memory at most.
+constexpr size_t kTimersPerRefill = 1024;
+constexpr size_t kMaxTimersLoaded = 8 * kTimersPerRefill;
 
 // The operator keeps the exact sequential semantics of the README (each activation sees what
 // every activation before it did; timers fire right after the input that moved the watermark)
@@ -92,7 +104,9 @@ class ProcessOperator : public dataflow::Operator {
       totals_.timers = meta->GetInt("timers").value_or(0);
       totals_.state_bytes = meta->GetInt("state_bytes").value_or(0);
     }
-    if (totals_.timers > 0) next_timer_ = Watermark::Min().value();  // found by the first scan
+    // With timers pending, the first round reads the earliest; without, every timer set is
+    // among the earliest until there are too many.
+    loaded_until_ = totals_.timers > 0 ? Watermark::Min().value() : Watermark::Max().value();
     return Status::OK();
   }
 
@@ -162,12 +176,21 @@ class ProcessOperator : public dataflow::Operator {
   void PutTimer(const Key& key, std::string_view name, int64_t at) {
     store_.Put(IndexKey(at, key.bytes(), name), Value(static_cast<int64_t>(key.serde())));
     store_.Put(KeyOf(key.bytes(), 't', name), Value(at));
-    if (!next_timer_ || at < *next_timer_) next_timer_ = at;
-    if (!after_due_ || at < *after_due_) after_due_ = at;
+    if (at > loaded_until_) return;
+    earliest_.insert({at, key.bytes(), std::string(name), key.serde()});
+    while (earliest_.size() > kMaxTimersLoaded) {
+      // Forget the latest time loaded: what is left is still every timer up to the one before.
+      const int64_t latest = std::prev(earliest_.end())->at;
+      while (!earliest_.empty() && std::prev(earliest_.end())->at == latest) {
+        earliest_.erase(std::prev(earliest_.end()));
+      }
+      loaded_until_ = latest - 1;
+    }
   }
   void DeleteTimer(const Key& key, std::string_view name, int64_t at) {
     store_.Delete(IndexKey(at, key.bytes(), name));
     store_.Delete(KeyOf(key.bytes(), 't', name));
+    if (at <= loaded_until_) earliest_.erase({at, key.bytes(), std::string(name), key.serde()});
   }
 
   // Works through the queue; with `flush`, calls the handler with what is left too, so that
@@ -279,20 +302,31 @@ class ProcessOperator : public dataflow::Operator {
   void RunRound(Event&& round) {
     const int64_t watermark = round.watermark;
     const size_t limit = static_cast<size_t>(options_.limits.max_timer_callbacks_per_step);
-    while (!fatal_ && next_timer_ && *next_timer_ <= watermark) {
-      if (!CollectDue(watermark, limit)) return;
+    while (!fatal_) {
+      if (earliest_.empty() || earliest_.begin()->at > watermark) {
+        if (loaded_until_ >= watermark) return;  // every timer due is loaded: none is left
+        if (!LoadEarliest()) return;
+        continue;
+      }
+      due_.clear();
+      for (auto it = earliest_.begin();
+           it != earliest_.end() && it->at <= watermark && due_.size() < limit; ++it) {
+        due_.push_back(*it);
+      }
       size_t fired = 0;
-      for (DueTimer& due : due_) {
-        if (!MakeRoomFor(due.key.bytes(), 0, round)) return;
+      for (TimerEntry& due : due_) {
+        if (!MakeRoomFor(due.key, 0, round)) return;
         // An activation before it may have cancelled or moved it.
-        Result<const Value*> pending_at = store_.Get(KeyOf(due.key.bytes(), 't', due.name));
+        Result<const Value*> pending_at = store_.Get(KeyOf(due.key, 't', due.name));
         if (!pending_at.ok()) return (void)StorageError(pending_at.status());
         if (*pending_at == nullptr || (*pending_at)->as_int() != due.at) continue;
-        DeleteTimer(due.key, due.name, due.at);
+        Result<Key> key = Key::FromBytes(due.serde, due.key);
+        if (!key.ok()) return (void)StorageError(key.status());
+        DeleteTimer(*key, due.name, due.at);
         --totals_.timers;
-        Pending* p = NewPending(Event{.watermark = watermark,
-                                      .record = Record{std::move(due.key), Value(),
-                                                       EventTime(due.at), {}}});
+        Pending* p = NewPending(
+            Event{.watermark = watermark,
+                  .record = Record{std::move(*key), Value(), EventTime(due.at), {}}});
         if (p == nullptr) return;
         // The key's totals count it out until its result is applied (its footprint agrees).
         if (!p->footprint.holds_anything()) --totals_.keys;
@@ -300,7 +334,6 @@ class ProcessOperator : public dataflow::Operator {
         p->time = due.at;
         ++fired;
       }
-      next_timer_ = after_due_;  // every collected timer is activated or gone
       // A full round ends its call: the next round is another step.
       if (due_.size() == limit && fired > 0) {
         if (const size_t returned = Dispatch(); returned > 0) {
@@ -311,43 +344,39 @@ class ProcessOperator : public dataflow::Operator {
     }
   }
 
-  // Reads up to `limit` due timers into due_ and sets next_timer_ to the first pending time
-  // (nullopt: none). False after a storage error.
-  bool CollectDue(int64_t watermark, size_t limit) {
-    due_.clear();
-    std::optional<int64_t> next;
-    Status decoded;
-    // No pending timer is before next_timer_: starting there skips the fired timers' deletions,
-    // which a scan from the index's start would walk again in every round.
+  // Reads the next timers of the index, after loaded_until_, into earliest_: about
+  // kTimersPerRefill of them, every one of the last time read. False after a storage error.
+  bool LoadEarliest() {
     std::string from = kIndexFrom;
-    state::AppendInt64Field(from, *next_timer_);
+    if (loaded_until_ != Watermark::Min().value()) {
+      state::AppendInt64Field(from, loaded_until_ + 1);
+    }
+    size_t read = 0;
+    std::optional<int64_t> stopped_at;
+    Status decoded;
     Status scanned =
         store_.Scan(from, kIndexTo, false, [&](std::string_view key, const Value& serde) {
           std::string_view in = key.substr(1);
           std::optional<int64_t> at = state::ReadInt64Field(in);
           std::optional<std::string> bytes = ReadOrdered(in);
           std::optional<std::string> name = ReadOrdered(in);
-          Result<Key> k = bytes && serde.is_int()
-                              ? Key::FromBytes(static_cast<KeySerde>(serde.as_int()), *bytes)
-                              : Result<Key>(Status::Corruption("malformed"));
-          if (!at || !name || !k.ok()) {
+          if (!at || !bytes || !name || !serde.is_int()) {
             decoded = Status::Corruption("process step '" + step_name_ +
                                          "': a malformed timer index entry");
             return false;
           }
-          if (*at > watermark || due_.size() == limit) {
-            next = *at;
+          if (read >= kTimersPerRefill && *at != earliest_.rbegin()->at) {
+            stopped_at = *at;
             return false;
           }
-          due_.push_back({*at, std::move(*k), std::move(*name)});
+          earliest_.insert(
+              {*at, std::move(*bytes), std::move(*name), static_cast<KeySerde>(serde.as_int())});
+          ++read;
           return true;
         });
     if (scanned.ok()) scanned = decoded;
     if (!scanned.ok()) return StorageError(scanned) != nullptr;
-    // The timers collected stay in the index until they are activated, which a call taken back
-    // can interrupt: the bound is the first of them.
-    next_timer_ = due_.empty() ? next : std::optional<int64_t>(due_.front().at);
-    after_due_ = next;
+    loaded_until_ = stopped_at ? *stopped_at - 1 : Watermark::Max().value();
     return true;
   }
 
@@ -566,15 +595,16 @@ class ProcessOperator : public dataflow::Operator {
   int64_t next_activation_ = 1;
   int64_t next_call_ = 1;
   StepTotals totals_;
-  std::optional<int64_t> next_timer_;  // no pending timer is earlier (nullopt: none pending)
-  // The same bound for the timers beyond those CollectDue collected.
-  std::optional<int64_t> after_due_;
+  // The earliest pending timers: every one at or before loaded_until_ (the index has them all).
+  // A round fires from here; the index is read again only when a round needs more.
+  std::set<TimerEntry> earliest_;
+  int64_t loaded_until_ = Watermark::Max().value();
 
   std::deque<Event> queue_;
   std::deque<Pending> pending_;                // the call under way, in activation order
   std::unordered_set<std::string_view> busy_;  // its keys (views of pending_'s records)
   int64_t call_input_bytes_ = 0;
-  std::vector<DueTimer> due_;
+  std::vector<TimerEntry> due_;
   std::vector<ProcessResult> results_;
   std::string scratch_key_;
   bool fatal_ = false;  // the handler is gone or the store failed: the task stops
