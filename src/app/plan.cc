@@ -144,6 +144,9 @@ void PlanSteps(Plan& plan, SubTopology& sub, const dataflow::Graph& graph,
     const Node& node = graph.nodes[step_id];
     const dataflow::StepDefinition& def = node.def();
     if (def.stateful()) sub.stateful_steps.push_back(node.name);
+    for (std::string_view suffix : def.more_stores()) {
+      sub.stateful_steps.push_back(node.name + "." + std::string(suffix));
+    }
     sub.mark_lag_ms += def.output_lag().count();
     if (def.repartitions()) {
       sub.repartition_outputs.push_back(dataflow::RepartitionTopicName(options.name, node.name));

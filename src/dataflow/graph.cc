@@ -32,6 +32,14 @@ Status Graph::Validate() const {
     if (!names.insert(n.name).second) {
       return Status::InvalidArgument("two steps are named '" + n.name + "'");
     }
+    for (std::string_view suffix : n.def().more_stores()) {
+      // A store of its own, named like a step: the name is taken.
+      if (!names.insert(n.name + "." + std::string(suffix)).second) {
+        return Status::InvalidArgument("two steps are named '" + n.name + "." +
+                                       std::string(suffix) + "' (one is the store of step '" +
+                                       n.name + "')");
+      }
+    }
     if (!n.is_sink() && n.children.empty()) {
       return Status::InvalidArgument("step '" + n.name +
                                      "' has no sink after it: end the stream with ToTopic, "

@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "weir/key.h"
 #include "weir/status.h"
@@ -137,6 +138,10 @@ class StepDefinition {
   // ---- What the plan needs.
   // Keeps per-key state in the task's store named after the step.
   virtual bool stateful() const { return false; }
+  // Stores besides the step's own (REQUIRES stateful()), each named "<step>.<suffix>": data the
+  // step scans in an order of its own (a process step's timer index), so that a scan of it does
+  // not pay for the step's other writes. No other step may be named so.
+  virtual std::vector<std::string_view> more_stores() const { return {}; }
   // Takes several parents, each an input of a MultiInputOperator (numbered in parent order).
   virtual bool multi_input() const { return false; }
   // Emits records made from its state rather than the record being processed (a window

@@ -1,13 +1,13 @@
 // The process step's operator: activations gathered into calls of distinct keys, results
 // validated whole and applied in activation order, timers in a store index ordered by
-// (time, key, name), all of it in the task's store so it commits with the checkpoint.
+// (time, key, name), all of it in the task's stores so it commits with the checkpoint.
 //
-// Store layout (one store per step, named after it; key_encoding.h):
+// Store layout (key_encoding.h). The step's store, named after it:
 //   message key | "s" | name   -> a state value
 //   message key | "t" | name   -> a pending timer's time (the key's side of the index)
-//   0xfe | time | key bytes | name (both order-preserving escaped) -> the key's serde
 //   0xfd                       -> the step's sequences and totals
-// Message keys start with a 4-byte length, so no message key begins with 0xfd or 0xfe.
+// (message keys start with a 4-byte length, so none begins with 0xfd); and "<step>.timers":
+//   0xfe | time | key bytes | name (both order-preserving escaped) -> the key's serde
 #include "process/process_step.h"
 
 #include <deque>
@@ -26,6 +26,8 @@ namespace weir::process {
 namespace {
 
 const std::string kMetaKey = "\xfd";
+// The suffix of the store of the timer index ("<step>.timers").
+constexpr std::string_view kTimerStore = "timers";
 const std::string kIndexFrom = "\xfe";
 const std::string kIndexTo = "\xff";
 
@@ -91,6 +93,8 @@ class ProcessOperator : public dataflow::Operator {
         ctx_(context.task),
         step_name_(context.step_name),
         store_(context.task.Store(context.step_name)),
+        timer_index_(context.task.Store(std::string(context.step_name) + "." +
+                                        std::string(kTimerStore))),
         max_per_call_(std::max<int64_t>(
             1, std::min(options.limits.max_activations_per_call, options.limits.max_input_rows))) {}
 
@@ -174,7 +178,7 @@ class ProcessOperator : public dataflow::Operator {
     return scratch_key_;
   }
   void PutTimer(const Key& key, std::string_view name, int64_t at) {
-    store_.Put(IndexKey(at, key.bytes(), name), Value(static_cast<int64_t>(key.serde())));
+    timer_index_.Put(IndexKey(at, key.bytes(), name), Value(static_cast<int64_t>(key.serde())));
     store_.Put(KeyOf(key.bytes(), 't', name), Value(at));
     if (at > loaded_until_) return;
     earliest_.insert({at, key.bytes(), std::string(name), key.serde()});
@@ -188,7 +192,7 @@ class ProcessOperator : public dataflow::Operator {
     }
   }
   void DeleteTimer(const Key& key, std::string_view name, int64_t at) {
-    store_.Delete(IndexKey(at, key.bytes(), name));
+    timer_index_.Delete(IndexKey(at, key.bytes(), name));
     store_.Delete(KeyOf(key.bytes(), 't', name));
     if (at <= loaded_until_) earliest_.erase({at, key.bytes(), std::string(name), key.serde()});
   }
@@ -355,7 +359,7 @@ class ProcessOperator : public dataflow::Operator {
     std::optional<int64_t> stopped_at;
     Status decoded;
     Status scanned =
-        store_.Scan(from, kIndexTo, false, [&](std::string_view key, const Value& serde) {
+        timer_index_.Scan(from, kIndexTo, false, [&](std::string_view key, const Value& serde) {
           std::string_view in = key.substr(1);
           std::optional<int64_t> at = state::ReadInt64Field(in);
           std::optional<std::string> bytes = ReadOrdered(in);
@@ -590,6 +594,7 @@ class ProcessOperator : public dataflow::Operator {
   dataflow::TaskContext& ctx_;
   std::string step_name_;
   state::KeyValueStore& store_;
+  state::KeyValueStore& timer_index_;  // the index alone: its scans pay for nothing else
   const int64_t max_per_call_;
 
   int64_t next_activation_ = 1;
@@ -690,6 +695,7 @@ class ProcessStep : public dataflow::StepDefinition {
     if (describe_handler_) describe_handler_(f);
   }
   bool stateful() const override { return true; }
+  std::vector<std::string_view> more_stores() const override { return {kTimerStore}; }
   bool emits_from_state() const override { return true; }  // timers emit without an input
   Result<std::unique_ptr<dataflow::Operator>> MakeOperator(
       const dataflow::StepContext& context) const override {
