@@ -332,5 +332,19 @@ TEST(ProcessStep, ADefinitionWithoutAFunctionOrWithRepeatedNamesIsRefused) {
   EXPECT_FALSE(RunCount(dir, no_limit, std::make_shared<CountUntilIdle>(10)).ok());
 }
 
+TEST(ProcessStep, NoStepMayBeNamedLikeAProcessStepsTimerStore) {
+  TempDir dir;
+  WriteLines(dir / "in.jsonl", {Event("a", 1000)});
+  Application app(TestOptions(dir));
+  app.FromFile(UserFile(dir / "in.jsonl"))
+      .Process(CountOptions(), std::make_shared<CountUntilIdle>(10), "count")
+      .Filter([](const Value&) { return true; }, "count.timers")
+      .ToFile(dir / "out.jsonl");
+  auto refused = app.Run();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("'count.timers'"), std::string::npos)
+      << refused.status().message();
+}
+
 }  // namespace
 }  // namespace weir
