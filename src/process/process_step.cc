@@ -155,9 +155,11 @@ class ProcessOperator : public dataflow::Operator {
     bool is_timer() const { return !timer.empty(); }
     const Key& key() const { return event.record.key; }
   };
-  // What became of one activation of a call: its result, or why it failed alone.
+  // What became of one activation of a call: its result, or why it failed alone. Results are
+  // swapped in from the invoker's buffer, so their vectors' memory goes round from call to call.
   struct Outcome {
-    std::optional<ProcessResult> result;
+    bool has_result = false;
+    ProcessResult result;
     std::string failure;
     StepTotals totals_after;
   };
@@ -392,7 +394,9 @@ class ProcessOperator : public dataflow::Operator {
     std::vector<Pending*> items;
     items.reserve(pending_.size());
     for (Pending& p : pending_) items.push_back(&p);
-    std::vector<Outcome> outcomes(items.size());
+    std::vector<Outcome>& outcomes = outcomes_;
+    outcomes.resize(items.size());
+    for (Outcome& o : outcomes) o.has_result = false;
     StepTotals running = totals_;
     Run(items, outcomes, running, 1 + options_.retries);
     size_t returned = 0;
@@ -419,8 +423,8 @@ class ProcessOperator : public dataflow::Operator {
     size_t applied = items.size();
     std::optional<int64_t> round;
     for (size_t i = 0; i + 1 < items.size() && i < applied; ++i) {
-      if (!outcomes[i].result) continue;
-      for (const ProcessTimerChange& change : outcomes[i].result->timers) {
+      if (!outcomes[i].has_result) continue;
+      for (const ProcessTimerChange& change : outcomes[i].result.timers) {
         if (!change.at || *change.at <= items[i]->event.watermark) continue;
         // Watermarks never go down along a call: the first that reaches the timer.
         auto q = std::partition_point(items.begin() + static_cast<ptrdiff_t>(i) + 1, items.end(),
@@ -475,11 +479,11 @@ class ProcessOperator : public dataflow::Operator {
     Call call;
     call.call = next_call_++;
     call.watermark = items.front()->event.watermark;
-    std::vector<KeyFootprint> footprints;
+    std::vector<const KeyFootprint*> footprints;
     footprints.reserve(items.size());
     for (Pending* p : items) {
       call.activations.push_back(ActivationOf(*p));
-      footprints.push_back(p->footprint);
+      footprints.push_back(&p->footprint);
     }
     std::string reason;
     for (int attempt = 1; attempt <= attempts; ++attempt) {
@@ -498,7 +502,8 @@ class ProcessOperator : public dataflow::Operator {
         auto checked = ValidateCall(options_, call.activations, footprints, results_, running);
         if (auto* valid = std::get_if<ValidatedCall>(&checked)) {
           for (size_t i = 0; i < items.size(); ++i) {
-            outcomes[i].result = std::move(results_[valid->result_of[i]]);
+            std::swap(outcomes[i].result, results_[valid->result_of[i]]);
+            outcomes[i].has_result = true;
             outcomes[i].totals_after = valid->totals_after[i];
           }
           running = valid->totals_after.back();
@@ -538,8 +543,8 @@ class ProcessOperator : public dataflow::Operator {
 
   void Apply(Pending& p, Outcome& outcome) {
     ProcessCounters& counters = ctx_.process_counters();
-    if (!outcome.result) return DeadLetter(p, outcome.failure);
-    ProcessResult& result = *outcome.result;
+    if (!outcome.has_result) return DeadLetter(p, outcome.failure);
+    ProcessResult& result = outcome.result;
     const Key& key = p.key();
     for (ProcessOutput& out : result.outputs) {
       Forward(Record{out.key ? std::move(*out.key) : key, std::move(out.value),
@@ -611,6 +616,7 @@ class ProcessOperator : public dataflow::Operator {
   int64_t call_input_bytes_ = 0;
   std::vector<TimerEntry> due_;
   std::vector<ProcessResult> results_;
+  std::vector<Outcome> outcomes_;  // parallel to the call being dispatched
   std::string scratch_key_;
   bool fatal_ = false;  // the handler is gone or the store failed: the task stops
 };

@@ -1,7 +1,6 @@
 #include "process/validate.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "weir/types.h"
 
@@ -43,7 +42,7 @@ int64_t JsonBytes(const Value& value) {
 
 std::variant<ValidatedCall, CallError> ValidateCall(const ProcessOptions& options,
                                                     std::span<const ProcessActivation> activations,
-                                                    std::span<const KeyFootprint> footprints,
+                                                    std::span<const KeyFootprint* const> footprints,
                                                     const std::vector<ProcessResult>& results,
                                                     const StepTotals& totals) {
   const ProcessLimits& limits = options.limits;
@@ -52,21 +51,21 @@ std::variant<ValidatedCall, CallError> ValidateCall(const ProcessOptions& option
     return refuse(std::to_string(results.size()) + " results for " +
                   std::to_string(activations.size()) + " activations");
   }
-  std::unordered_map<int64_t, size_t> activation_of;
-  activation_of.reserve(activations.size());
-  for (size_t i = 0; i < activations.size(); ++i) activation_of.emplace(activations[i].id, i);
-
   ValidatedCall validated{std::vector<size_t>(activations.size(), results.size()), {}};
   for (size_t r = 0; r < results.size(); ++r) {
-    auto found = activation_of.find(results[r].id);
-    if (found == activation_of.end()) {
+    // Activation ids ascend along a call: a binary search finds the result's.
+    auto found = std::lower_bound(
+        activations.begin(), activations.end(), results[r].id,
+        [](const ProcessActivation& a, int64_t id) { return a.id < id; });
+    if (found == activations.end() || found->id != results[r].id) {
       return refuse("a result for activation " + std::to_string(results[r].id) +
                     ", which is not in the call");
     }
-    if (validated.result_of[found->second] != results.size()) {
+    const size_t a = static_cast<size_t>(found - activations.begin());
+    if (validated.result_of[a] != results.size()) {
       return refuse("two results for activation " + std::to_string(results[r].id));
     }
-    validated.result_of[found->second] = r;
+    validated.result_of[a] = r;
   }
 
   validated.totals_after.reserve(activations.size());
@@ -76,7 +75,7 @@ std::variant<ValidatedCall, CallError> ValidateCall(const ProcessOptions& option
   for (size_t a = 0; a < activations.size(); ++a) {
     const ProcessResult& result = results[validated.result_of[a]];
     const ProcessActivation& activation = activations[a];
-    const KeyFootprint& before = footprints[a];
+    const KeyFootprint& before = *footprints[a];
     auto where = [&] { return "result for activation " + std::to_string(result.id) + ": "; };
 
     for (const ProcessOutput& output : result.outputs) {

@@ -40,7 +40,7 @@ struct ValidatedCall {
 
 // The first rule a call's results break, in the user's words ("result for activation 7: timer
 // 'idle' at 1000 is not after the watermark 1000"), or what applying them leads to. `footprints`
-// is parallel to `activations`. Rules: exactly one result per activation (no unknown or
+// is parallel to `activations`, whose ids ascend (as a call's do). Rules: exactly one result per activation (no unknown or
 // duplicate id); declared state and timer names only, each at most once per result; a timer set
 // after its activation's watermark (at the end of input, when the watermark is +infinity, a set
 // is dropped, as it can never fire); no output before its activation's time; limits on output
@@ -51,7 +51,7 @@ struct CallError {
 };
 std::variant<ValidatedCall, CallError> ValidateCall(const ProcessOptions& options,
                                                     std::span<const ProcessActivation> activations,
-                                                    std::span<const KeyFootprint> footprints,
+                                                    std::span<const KeyFootprint* const> footprints,
                                                     const std::vector<ProcessResult>& results,
                                                     const StepTotals& totals);
 

@@ -27,15 +27,21 @@ class ValidateCallTest : public ::testing::Test {
   }
 
   std::string Refusal() {
-    auto checked = ValidateCall(options_, activations_, footprints_, results_, totals_);
+    auto checked = ValidateCall(options_, activations_, Footprints(), results_, totals_);
     const auto* error = std::get_if<CallError>(&checked);
     return error ? error->reason : "";
   }
   StepTotals After() {
-    auto checked = ValidateCall(options_, activations_, footprints_, results_, totals_);
+    auto checked = ValidateCall(options_, activations_, Footprints(), results_, totals_);
     const auto* valid = std::get_if<ValidatedCall>(&checked);
     EXPECT_NE(valid, nullptr) << std::get<CallError>(checked).reason;
     return valid ? valid->totals_after.back() : StepTotals{};
+  }
+
+  std::vector<const KeyFootprint*> Footprints() const {
+    std::vector<const KeyFootprint*> all;
+    for (const KeyFootprint& f : footprints_) all.push_back(&f);
+    return all;
   }
 
   ProcessOptions options_;
@@ -49,7 +55,7 @@ class ValidateCallTest : public ::testing::Test {
 
 TEST_F(ValidateCallTest, ResultsInAnyOrderAreMatchedToTheirActivations) {
   std::swap(results_[0], results_[1]);
-  auto checked = ValidateCall(options_, activations_, footprints_, results_, totals_);
+  auto checked = ValidateCall(options_, activations_, Footprints(), results_, totals_);
   ASSERT_TRUE(std::holds_alternative<ValidatedCall>(checked));
   EXPECT_EQ(std::get<ValidatedCall>(checked).result_of, (std::vector<size_t>{1, 0}));
 }
