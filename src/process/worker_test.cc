@@ -7,6 +7,9 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -370,6 +373,44 @@ TEST(RemoteWorker, ThePythonLibraryListensWhenAsked) {
   WaitForFile(socket_path);
   RemoteWorkerOptions options = Options({});
   options.connect = "unix:" + socket_path;
+  ExpectCartAbandon(options);
+}
+
+// A loopback TCP port nobody listens on now (the kernel's pick for a socket bound to port 0).
+int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), size), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size), 0);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// Waits (up to 10 s) until something accepts connections on the loopback `port`.
+void WaitForLoopbackPort(int port) {
+  for (int i = 0; i < 1000; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    const bool up = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+    close(fd);
+    if (up) return;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+}
+
+TEST(RemoteWorker, ThePythonLibraryListensOnALoopbackTcpPort) {
+  const int port = FreeLoopbackPort();
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  Server server({"python3", kPythonExamples + "/cart_abandon.py", "--listen", address});
+  WaitForLoopbackPort(port);
+  RemoteWorkerOptions options = Options({});
+  options.connect = address;
   ExpectCartAbandon(options);
 }
 
