@@ -434,5 +434,23 @@ TEST(ProcessProperty, BatchedCallsGiveTheModelsOutputs) {
   CheckAgainstModel({.seed = 44, .limits = small, .stop_every = 150});
 }
 
+// The long mode: WEIR_PROCESS_SEEDS=N runs N more seeds (from 1000), keys, limits and stops
+// varying with the seed; without it, two.
+TEST(ProcessProperty, MoreSeedsGiveTheModelsOutputs) {
+  const char* asked = std::getenv("WEIR_PROCESS_SEEDS");
+  const uint64_t seeds = asked != nullptr ? std::strtoull(asked, nullptr, 10) : 2;
+  for (uint64_t seed = 1000; seed < 1000 + seeds; ++seed) {
+    ProcessLimits limits;
+    limits.max_activations_per_call = seed % 3 == 0 ? 4 : 256;
+    limits.max_timer_callbacks_per_step = seed % 4 == 0 ? 3 : 256;
+    CheckAgainstModel({.seed = seed,
+                       .events = 600 + static_cast<int>(seed % 7) * 150,
+                       .keys = seed % 5 == 0 ? 3 : 30,
+                       .limits = limits,
+                       .stop_every = seed % 6 == 0 ? 150 : 0});
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 }  // namespace
 }  // namespace weir
