@@ -414,6 +414,28 @@ TEST(RemoteWorker, ThePythonLibraryListensOnALoopbackTcpPort) {
   ExpectCartAbandon(options);
 }
 
+// Each task of a step connects on its own: the Python library serves the connections at once.
+TEST(RemoteWorker, ThePythonLibraryServesTwoTasksConnectionsAtOnce) {
+  testing::TempDir dir;
+  const std::string socket_path = dir / "cart.sock";
+  Server server(
+      {"python3", kPythonExamples + "/cart_abandon.py", "--listen", "unix:" + socket_path});
+  WaitForFile(socket_path);
+  RemoteWorkerOptions options = Options({});
+  options.connect = "unix:" + socket_path;
+  options.restart_budget = 0;  // a connection that is not served fails the test
+  auto first = Start(options);
+  auto second = Start(options);
+  ASSERT_TRUE(first && second);
+  std::vector<ProcessResult> results;
+  for (Invoker* invoker : {first.get(), second.get(), first.get()}) {
+    TestCall view(1, {Json(R"({"action":"view"})")});
+    std::optional<InvokeError> error = invoker->Invoke(view.call, results);
+    ASSERT_FALSE(error) << error->reason;
+    EXPECT_EQ(results.size(), 1u);
+  }
+}
+
 TEST(RemoteWorker, TheNodeExampleRuns) {
   if (std::system("node --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed";
   RemoteWorkerOptions options = Options({"node", "cart_abandon.js"});

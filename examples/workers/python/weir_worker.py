@@ -32,6 +32,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import traceback
 
 PROTOCOL = 1
@@ -151,13 +152,14 @@ def _listen(address):
         server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         server.bind((host, int(port)))
-    server.listen(1)
+    server.listen(16)
     return server
 
 
 def run(on_input, on_timer=None, on_hello=None, listen=None):
     """Runs the worker: on fd WEIR_WORKER_FD, or listening at `listen` (default: --listen
-    ADDRESS on the command line, or WEIR_WORKER_LISTEN), serving one connection at a time.
+    ADDRESS on the command line, or WEIR_WORKER_LISTEN), serving each connection (one per task
+    of the step) on a thread of its own.
     `on_hello(hello)` gets the step's descriptor (function, version, state, timers, limits)."""
     if listen is None and "--listen" in sys.argv[1:-1]:
         listen = sys.argv[sys.argv.index("--listen") + 1]
@@ -167,10 +169,15 @@ def run(on_input, on_timer=None, on_hello=None, listen=None):
         serve(socket.socket(fileno=fd), on_input, on_timer, on_hello)
         return
     server = _listen(listen)
-    while True:
-        connection, _ = server.accept()
+
+    def serve_connection(connection):
         with connection:
             try:
                 serve(connection, on_input, on_timer, on_hello)
             except (OSError, ValueError, RuntimeError):
                 traceback.print_exc()  # this connection is lost; Weir reconnects
+
+    # Each task of a step opens its own connection: serve them at the same time.
+    while True:
+        connection, _ = server.accept()
+        threading.Thread(target=serve_connection, args=(connection,), daemon=True).start()
