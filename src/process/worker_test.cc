@@ -365,7 +365,9 @@ TEST(RemoteWorker, ThePythonExampleRuns) {
   ExpectCartAbandon(options);
 }
 
-TEST(RemoteWorker, ThePythonLibraryListensWhenAsked) {
+// Listening, the Python library serves each task's connection (a step of several tasks opens
+// one each), at the same time.
+TEST(RemoteWorker, ThePythonLibraryListensWhenAskedAndServesEachTasksConnectionAtOnce) {
   testing::TempDir dir;
   const std::string socket_path = dir / "cart.sock";
   Server server(
@@ -374,6 +376,18 @@ TEST(RemoteWorker, ThePythonLibraryListensWhenAsked) {
   RemoteWorkerOptions options = Options({});
   options.connect = "unix:" + socket_path;
   ExpectCartAbandon(options);
+
+  options.restart_budget = 0;  // a connection that is not served fails the test
+  auto first = Start(options);
+  auto second = Start(options);
+  ASSERT_TRUE(first && second);
+  std::vector<ProcessResult> results;
+  for (Invoker* invoker : {first.get(), second.get(), first.get()}) {
+    TestCall view(1, {Json(R"({"action":"view"})")});
+    std::optional<InvokeError> error = invoker->Invoke(view.call, results);
+    ASSERT_FALSE(error) << error->reason;
+    EXPECT_EQ(results.size(), 1u);
+  }
 }
 
 // A loopback TCP port nobody listens on now (the kernel's pick for a socket bound to port 0).
@@ -412,28 +426,6 @@ TEST(RemoteWorker, ThePythonLibraryListensOnALoopbackTcpPort) {
   RemoteWorkerOptions options = Options({});
   options.connect = address;
   ExpectCartAbandon(options);
-}
-
-// Each task of a step connects on its own: the Python library serves the connections at once.
-TEST(RemoteWorker, ThePythonLibraryServesTwoTasksConnectionsAtOnce) {
-  testing::TempDir dir;
-  const std::string socket_path = dir / "cart.sock";
-  Server server(
-      {"python3", kPythonExamples + "/cart_abandon.py", "--listen", "unix:" + socket_path});
-  WaitForFile(socket_path);
-  RemoteWorkerOptions options = Options({});
-  options.connect = "unix:" + socket_path;
-  options.restart_budget = 0;  // a connection that is not served fails the test
-  auto first = Start(options);
-  auto second = Start(options);
-  ASSERT_TRUE(first && second);
-  std::vector<ProcessResult> results;
-  for (Invoker* invoker : {first.get(), second.get(), first.get()}) {
-    TestCall view(1, {Json(R"({"action":"view"})")});
-    std::optional<InvokeError> error = invoker->Invoke(view.call, results);
-    ASSERT_FALSE(error) << error->reason;
-    EXPECT_EQ(results.size(), 1u);
-  }
 }
 
 TEST(RemoteWorker, TheNodeExampleRuns) {
