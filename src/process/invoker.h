@@ -8,8 +8,8 @@
 // Threads: an invoker belongs to one task; Invoke is called on its thread, one call at a time.
 #pragma once
 
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,7 +44,8 @@ class Invoker {
   virtual ~Invoker() = default;
   // Fills `results` (cleared first) with what the handler returned for `call`, in any order; the
   // step checks them against the call. On failure returns the error and `results` is unspecified.
-  virtual std::optional<InvokeError> Invoke(const Call& call, std::vector<ProcessResult>& results) = 0;
+  virtual std::optional<InvokeError> Invoke(const Call& call,
+                                            std::vector<ProcessResult>& results) = 0;
   // Waited for before a retry (remote: a restart's backoff); 0 for a native handler.
   virtual std::chrono::milliseconds RetryDelay(int32_t attempt) const {
     (void)attempt;

@@ -12,13 +12,14 @@
 
 #include <deque>
 #include <set>
-#include <tuple>
 #include <span>
 #include <thread>
+#include <tuple>
 #include <unordered_set>
 
 #include "dataflow/graph.h"
 #include "dataflow/operators.h"
+#include "process/limits.h"
 #include "process/validate.h"
 #include "state/key_encoding.h"
 
@@ -93,8 +94,8 @@ class ProcessOperator : public dataflow::Operator {
         ctx_(context.task),
         step_name_(context.step_name),
         store_(context.task.Store(context.step_name)),
-        timer_index_(context.task.Store(std::string(context.step_name) + "." +
-                                        std::string(kTimerStore))),
+        timer_index_(
+            context.task.Store(std::string(context.step_name) + "." + std::string(kTimerStore))),
         max_per_call_(std::max<int64_t>(
             1, std::min(options.limits.max_activations_per_call, options.limits.max_input_rows))) {}
 
@@ -149,11 +150,12 @@ class ProcessOperator : public dataflow::Operator {
     int64_t id = 0;
     Event event;        // an input's; a timer's holds its key and watermark only
     std::string timer;  // empty for an input
-    int64_t time = 0;
-    Value state;  // the key's present declared values
+    Value state;        // the key's present declared values
     KeyFootprint footprint;
     bool is_timer() const { return !timer.empty(); }
     const Key& key() const { return event.record.key; }
+    // The activation's time: the input's event time, or the timer's (its record's timestamp).
+    int64_t time() const { return event.record.timestamp.value(); }
   };
   // What became of one activation of a call: its result, or why it failed alone. Results are
   // swapped in from the invoker's buffer, so their vectors' memory goes round from call to call.
@@ -246,15 +248,11 @@ class ProcessOperator : public dataflow::Operator {
   }
 
   void AddInput(Event&& event) {
-    const int64_t bytes = options_.limits.max_input_bytes < kInputBytesAlwaysFit
-                              ? JsonBytes(event.record.value)
-                              : 0;
+    const int64_t bytes =
+        options_.limits.max_input_bytes < kInputBytesAlwaysFit ? JsonBytes(event.record.value) : 0;
     if (!MakeRoomFor(event.record.key.bytes(), bytes, event)) return;
-    const int64_t time = event.record.timestamp.value();
     const int64_t watermark = event.watermark;
-    Pending* p = NewPending(std::move(event));
-    if (p == nullptr) return;
-    p->time = time;
+    if (NewPending(std::move(event)) == nullptr) return;
     call_input_bytes_ += bytes;
     RunRound(Event{.watermark = watermark});
   }
@@ -330,14 +328,13 @@ class ProcessOperator : public dataflow::Operator {
         if (!key.ok()) return (void)StorageError(key.status());
         DeleteTimer(*key, due.name, due.at);
         --totals_.timers;
-        Pending* p = NewPending(
-            Event{.watermark = watermark,
-                  .record = Record{std::move(*key), Value(), EventTime(due.at), {}}});
+        Pending* p =
+            NewPending(Event{.watermark = watermark,
+                             .record = Record{std::move(*key), Value(), EventTime(due.at), {}}});
         if (p == nullptr) return;
         // The key's totals count it out until its result is applied (its footprint agrees).
         if (!p->footprint.holds_anything()) --totals_.keys;
         p->timer = std::move(due.name);
-        p->time = due.at;
         ++fired;
       }
       // A full round ends its call: the next round is another step.
@@ -416,10 +413,10 @@ class ProcessOperator : public dataflow::Operator {
 
   // How many activations of the call to apply, and the watermark of the round to run right
   // after them if a timer a result set comes due inside the call (nullopt: none does): the first
-  // activation q after a result that sets a timer at or before q's watermark decides. An input q is applied (its round comes after it); a timer q is not
-  // (it belongs to that round).
-  std::pair<size_t, std::optional<int64_t>> FirstTimerDue(const std::vector<Pending*>& items,
-                                           const std::vector<Outcome>& outcomes) const {
+  // activation q after a result that sets a timer at or before q's watermark decides. An input q
+  // is applied (its round comes after it); a timer q is not (it belongs to that round).
+  std::pair<size_t, std::optional<int64_t>> FirstTimerDue(
+      const std::vector<Pending*>& items, const std::vector<Outcome>& outcomes) const {
     size_t applied = items.size();
     std::optional<int64_t> round;
     for (size_t i = 0; i + 1 < items.size() && i < applied; ++i) {
@@ -427,8 +424,9 @@ class ProcessOperator : public dataflow::Operator {
       for (const ProcessTimerChange& change : outcomes[i].result.timers) {
         if (!change.at || *change.at <= items[i]->event.watermark) continue;
         // Watermarks never go down along a call: the first that reaches the timer.
-        auto q = std::partition_point(items.begin() + static_cast<ptrdiff_t>(i) + 1, items.end(),
-                                      [&](const Pending* p) { return p->event.watermark < *change.at; });
+        auto q =
+            std::partition_point(items.begin() + static_cast<ptrdiff_t>(i) + 1, items.end(),
+                                 [&](const Pending* p) { return p->event.watermark < *change.at; });
         if (q == items.end()) continue;
         const size_t at = static_cast<size_t>(q - items.begin());
         const size_t cut = (*q)->is_timer() ? at : at + 1;
@@ -458,8 +456,10 @@ class ProcessOperator : public dataflow::Operator {
       if (p->is_timer()) {
         if (!p->footprint.holds_anything()) ++totals_.keys;
         ++totals_.timers;
-        PutTimer(p->key(), p->timer, p->time);
-        if (last_round != p->event.watermark) events.push_back(Event{.watermark = p->event.watermark});
+        PutTimer(p->key(), p->timer, p->time());
+        if (last_round != p->event.watermark) {
+          events.push_back(Event{.watermark = p->event.watermark});
+        }
       } else {
         events.push_back(std::move(p->event));
       }
@@ -530,7 +530,7 @@ class ProcessOperator : public dataflow::Operator {
     ProcessActivation a;
     a.id = p.id;
     a.key = p.key();
-    a.time = p.time;
+    a.time = p.time();
     a.watermark = p.event.watermark;
     if (p.is_timer()) {
       a.timer = p.timer;
@@ -547,8 +547,8 @@ class ProcessOperator : public dataflow::Operator {
     ProcessResult& result = outcome.result;
     const Key& key = p.key();
     for (ProcessOutput& out : result.outputs) {
-      Forward(Record{out.key ? std::move(*out.key) : key, std::move(out.value),
-                     EventTime(out.time), {}});
+      Forward(Record{
+          out.key ? std::move(*out.key) : key, std::move(out.value), EventTime(out.time), {}});
     }
     for (ProcessStateChange& change : result.state) {
       if (change.set) {
@@ -581,7 +581,7 @@ class ProcessOperator : public dataflow::Operator {
                             std::to_string(p.id) + ": " + reason;
     if (!p.is_timer()) return ctx_.DeadLetterHeld(why, p.event.record, p.event.delivery);
     Value timer = Value::MakeObject(
-        {{"timer", Value(p.timer)}, {"key", p.key().ToValue()}, {"at", Value(p.time)}});
+        {{"timer", Value(p.timer)}, {"key", p.key().ToValue()}, {"at", Value(p.time())}});
     const std::string raw = timer.ToJson();
     ctx_.RawDeadLetter(why, std::move(timer), raw);
   }
@@ -627,8 +627,7 @@ Status CheckNames(const std::vector<std::string>& names, std::string_view what) 
     if (names[i].empty()) return Status::InvalidArgument(std::string(what) + " names are empty");
     for (size_t j = 0; j < i; ++j) {
       if (names[j] == names[i]) {
-        return Status::InvalidArgument(std::string(what) + " '" + names[i] +
-                                       "' is declared twice");
+        return Status::InvalidArgument(std::string(what) + " '" + names[i] + "' is declared twice");
       }
     }
   }
@@ -655,20 +654,10 @@ class ProcessStep : public dataflow::StepDefinition {
     if (!make_invoker_) return Status::InvalidArgument("a process step needs a function");
     WEIR_RETURN_IF_ERROR(CheckNames(options_.state, "state"));
     WEIR_RETURN_IF_ERROR(CheckNames(options_.timers, "timer"));
-    const ProcessLimits& l = options_.limits;
-    for (const auto& [name, value] :
-         {std::pair<const char*, int64_t>{"max_keys", l.max_keys},
-          {"max_timers", l.max_timers},
-          {"max_state_bytes", l.max_state_bytes},
-          {"max_activations_per_call", l.max_activations_per_call},
-          {"max_input_rows", l.max_input_rows},
-          {"max_input_bytes", l.max_input_bytes},
-          {"max_output_rows", l.max_output_rows},
-          {"max_output_bytes", l.max_output_bytes},
-          {"max_timer_callbacks_per_step", l.max_timer_callbacks_per_step}}) {
-      if (value < 1) {
-        return Status::InvalidArgument("limit " + std::string(name) + " must be at least 1, got " +
-                                       std::to_string(value));
+    for (const LimitField& field : kLimitFields) {
+      if (const int64_t value = options_.limits.*field.member; value < 1) {
+        return Status::InvalidArgument("limit " + std::string(field.name) +
+                                       " must be at least 1, got " + std::to_string(value));
       }
     }
     if (options_.retries < 0) {
@@ -684,18 +673,11 @@ class ProcessStep : public dataflow::StepDefinition {
         .Fixed("state", NameList(options_.state))
         .Fixed("timers", NameList(options_.timers))
         .Fixed("implementation_digest", options_.implementation_digest);
-    const ProcessLimits& l = options_.limits;
-    f.Fixed("limits", Value::MakeObject(
-                          {{"max_keys", Value(l.max_keys)},
-                           {"max_timers", Value(l.max_timers)},
-                           {"max_state_bytes", Value(l.max_state_bytes)},
-                           {"max_activations_per_call", Value(l.max_activations_per_call)},
-                           {"max_input_rows", Value(l.max_input_rows)},
-                           {"max_input_bytes", Value(l.max_input_bytes)},
-                           {"max_output_rows", Value(l.max_output_rows)},
-                           {"max_output_bytes", Value(l.max_output_bytes)},
-                           {"max_timer_callbacks_per_step",
-                            Value(l.max_timer_callbacks_per_step)}}));
+    Value limits = Value(Value::Object());
+    for (const LimitField& field : kLimitFields) {
+      limits.Set(field.name, Value(options_.limits.*field.member));
+    }
+    f.Fixed("limits", limits);
     // Retrying more or less changes no result a deterministic handler gives.
     f.MayChange("retries", options_.retries);
     if (describe_handler_) describe_handler_(f);

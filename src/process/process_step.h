@@ -1,5 +1,6 @@
 // The process step: a keyed process function over a stream (weir/process.h), as a dataflow kind.
-// Stream::Process makes one with a native function; the YAML kind `process:` with a remote worker. The module README describes the semantics, normatively.
+// Stream::Process makes one with a native function; the YAML kind `process:` with a remote worker.
+// The module README describes the semantics, normatively.
 #pragma once
 
 #include <functional>

@@ -15,6 +15,7 @@
 //       max_frame_bytes: 67108864
 #include <filesystem>
 
+#include "process/limits.h"
 #include "process/process_step.h"
 #include "process/sha256.h"
 #include "process/worker.h"
@@ -34,22 +35,12 @@ Result<std::vector<std::string>> Strings(const ConfigNode& node, std::string_vie
 }
 
 Status ParseLimits(const ConfigNode& node, ProcessLimits& limits) {
-  const std::vector<std::pair<std::string_view, int64_t*>> fields = {
-      {"max_keys", &limits.max_keys},
-      {"max_timers", &limits.max_timers},
-      {"max_state_bytes", &limits.max_state_bytes},
-      {"max_activations_per_call", &limits.max_activations_per_call},
-      {"max_input_rows", &limits.max_input_rows},
-      {"max_input_bytes", &limits.max_input_bytes},
-      {"max_output_rows", &limits.max_output_rows},
-      {"max_output_bytes", &limits.max_output_bytes},
-      {"max_timer_callbacks_per_step", &limits.max_timer_callbacks_per_step}};
   std::vector<std::string_view> names;
-  for (const auto& [name, field] : fields) names.push_back(name);
+  for (const LimitField& field : kLimitFields) names.push_back(field.name);
   WEIR_RETURN_IF_ERROR(node.OnlyKeys(names));
-  for (const auto& [name, field] : fields) {
-    if (auto value = node.Get(name)) {
-      WEIR_ASSIGN_OR_RETURN(*field, value->Int(1, INT64_MAX));
+  for (const LimitField& field : kLimitFields) {
+    if (auto value = node.Get(field.name)) {
+      WEIR_ASSIGN_OR_RETURN(limits.*field.member, value->Int(1, INT64_MAX));
     }
   }
   return Status::OK();

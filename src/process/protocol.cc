@@ -5,26 +5,11 @@
 #include <initializer_list>
 #include <utility>
 
+#include "process/limits.h"
+
 namespace weir::process {
 
 namespace {
-
-// The ProcessLimits fields by their C++ names: what hello carries under "limits".
-struct LimitField {
-  std::string_view name;
-  int64_t ProcessLimits::*member;
-};
-constexpr LimitField kLimitFields[] = {
-    {"max_keys", &ProcessLimits::max_keys},
-    {"max_timers", &ProcessLimits::max_timers},
-    {"max_state_bytes", &ProcessLimits::max_state_bytes},
-    {"max_activations_per_call", &ProcessLimits::max_activations_per_call},
-    {"max_input_rows", &ProcessLimits::max_input_rows},
-    {"max_input_bytes", &ProcessLimits::max_input_bytes},
-    {"max_output_rows", &ProcessLimits::max_output_rows},
-    {"max_output_bytes", &ProcessLimits::max_output_bytes},
-    {"max_timer_callbacks_per_step", &ProcessLimits::max_timer_callbacks_per_step},
-};
 
 // Where a value sits in a message, for errors ("result 3: output 0"), formatted only on error.
 struct Place {

@@ -54,9 +54,8 @@ std::variant<ValidatedCall, CallError> ValidateCall(const ProcessOptions& option
   ValidatedCall validated{std::vector<size_t>(activations.size(), results.size()), {}};
   for (size_t r = 0; r < results.size(); ++r) {
     // Activation ids ascend along a call: a binary search finds the result's.
-    auto found = std::lower_bound(
-        activations.begin(), activations.end(), results[r].id,
-        [](const ProcessActivation& a, int64_t id) { return a.id < id; });
+    auto found = std::lower_bound(activations.begin(), activations.end(), results[r].id,
+                                  [](const ProcessActivation& a, int64_t id) { return a.id < id; });
     if (found == activations.end() || found->id != results[r].id) {
       return refuse("a result for activation " + std::to_string(results[r].id) +
                     ", which is not in the call");

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <variant>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "weir/process.h"
@@ -40,12 +40,12 @@ struct ValidatedCall {
 
 // The first rule a call's results break, in the user's words ("result for activation 7: timer
 // 'idle' at 1000 is not after the watermark 1000"), or what applying them leads to. `footprints`
-// is parallel to `activations`, whose ids ascend (as a call's do). Rules: exactly one result per activation (no unknown or
-// duplicate id); declared state and timer names only, each at most once per result; a timer set
-// after its activation's watermark (at the end of input, when the watermark is +infinity, a set
-// is dropped, as it can never fire); no output before its activation's time; limits on output
-// rows and bytes per call, and on the step's keys, timers and state bytes after each activation's
-// result in activation order (so that any prefix of a valid call is valid).
+// is parallel to `activations`, whose ids ascend (as a call's do). Rules: exactly one result per
+// activation (no unknown or duplicate id); declared state and timer names only, each at most once
+// per result; a timer set after its activation's watermark (at the end of input, when the watermark
+// is +infinity, a set is dropped, as it can never fire); no output before its activation's time;
+// limits on output rows and bytes per call, and on the step's keys, timers and state bytes after
+// each activation's result in activation order (so that any prefix of a valid call is valid).
 struct CallError {
   std::string reason;
 };

@@ -85,10 +85,12 @@ TEST_F(ValidateCallTest, NamesMustBeDeclaredAndChangedOnce) {
 
 TEST_F(ValidateCallTest, ATimerMustBeAfterTheWatermarkAndAnOutputNotBeforeItsActivation) {
   results_[0].SetTimer("idle", 100);
-  EXPECT_EQ(Refusal(), "result for activation 1: timer 'idle' at 100 is not after the watermark 100");
+  EXPECT_EQ(Refusal(),
+            "result for activation 1: timer 'idle' at 100 is not after the watermark 100");
   results_[0] = {.id = 1};
   results_[0].Emit(Value(1), 99);
-  EXPECT_EQ(Refusal(), "result for activation 1: an output at 99 is before the activation's time 100");
+  EXPECT_EQ(Refusal(),
+            "result for activation 1: an output at 99 is before the activation's time 100");
 }
 
 TEST_F(ValidateCallTest, AtTheEndOfInputATimerSetIsDroppedNotRefused) {
@@ -105,8 +107,9 @@ TEST_F(ValidateCallTest, EachLimitRefusesTheCallThatWouldPassIt) {
   EXPECT_EQ(After(), (StepTotals{.keys = 2, .timers = 2, .state_bytes = 42}));
 
   options_.limits.max_keys = 1;
-  EXPECT_EQ(Refusal(), "result for activation 2: keys with state or timers would be 2, over the "
-                       "limit 1");
+  EXPECT_EQ(Refusal(),
+            "result for activation 2: keys with state or timers would be 2, over the "
+            "limit 1");
   options_.limits = {};
   options_.limits.max_timers = 1;
   EXPECT_EQ(Refusal(), "result for activation 2: pending timers would be 2, over the limit 1");
