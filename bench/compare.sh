@@ -7,7 +7,8 @@
 #   bench/compare.sh NEW_WEIR OLD_WEIR RUNS bench nexmark --query q0 --events 1000000
 #
 # Figures: from `weir bench nexmark` its machine line (pipeline_events_per_cpu_s, events_per_cpu_s,
-# ratio_to_duckdb, allocs_per_event); from the other benches their throughput line
+# ratio_to_duckdb, allocs_per_event); from `weir bench process` its machine line
+# (activations_per_cpu_s, engine_cpu_s, allocs_per_activation, peak_rss_mib); from the other benches their throughput line
 # ("N events/s per core" or "N input messages/s per core", "N heap allocations per event"). A run that fails or is not verified
 # stops the script (exit 1).
 set -uo pipefail
@@ -25,11 +26,11 @@ cp "$new" "$work/new" && cp "$old" "$work/old" || exit 1
 # figures FILE: "name value" lines of the figures one run printed.
 figures() {
   local line
-  line=$(grep '^nexmark ' "$1" | tail -1)
+  line=$(grep -E '^(nexmark|process) ' "$1" | tail -1)
   if [ -n "$line" ]; then
     grep -q ' verified=yes' <<<"$line" || return 1
     tr ' ' '\n' <<<"$line" |
-      grep -E '^(pipeline_events_per_cpu_s|events_per_cpu_s|ratio_to_duckdb|allocs_per_event)=' |
+      grep -E '^(pipeline_events_per_cpu_s|events_per_cpu_s|ratio_to_duckdb|allocs_per_event|activations_per_cpu_s|engine_cpu_s|allocs_per_activation|peak_rss_mib)=' |
       tr '=' ' '
     return 0
   fi
