@@ -1,8 +1,9 @@
 #!/bin/sh
 # Install.ExamplesBuildAgainstPackage: Weir as a user meets it. Installs the build into an empty
 # prefix, builds examples/ there as a project of its own (find_package(Weir), -Wall -Wextra
-# -Werror) and runs page_revenue; then compiles page_revenue.cc again with nothing but
-# `pkg-config --cflags --libs weir` and runs that. Nothing of the engine is rebuilt.
+# -Werror) and runs page_revenue, running_sum, session_late and join_rekey; then compiles
+# page_revenue.cc again with nothing but `pkg-config --cflags --libs weir` and runs that. Nothing
+# of the engine is rebuilt.
 #
 #   examples_against_package.sh CMAKE BUILD_DIR SOURCE_DIR GENERATOR CXX [LAUNCHER]
 set -eu
@@ -34,6 +35,12 @@ check_run() {
   -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror" >/dev/null
 "$cmake" --build "$work/examples"
 check_run "$work/examples/page_revenue" "$work/data-cmake"
+# The programs of issue 15, as built against the package: each checks its results, and runs
+# twice (the second run resumes and adds nothing).
+sh "$source/examples/running_sum_test.sh" "$work/examples/running_sum" "$work/running-sum"
+for program in session_late join_rekey; do
+  sh "$source/examples/run_twice_test.sh" "$work/examples/$program" "$work/$program"
+done
 
 libdir=$(dirname "$(find "$prefix" -name weir.pc)")
 flags=$(PKG_CONFIG_PATH=$libdir pkg-config --cflags --libs weir)
