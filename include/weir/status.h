@@ -5,7 +5,8 @@
 //     data is wrong; retrying the same thing fails the same way;
 //   - retryable (kUnavailable, kAborted): try again later;
 //   - fatal for the operation (kIOError, kCorruption, kResourceExhausted, kFailedPrecondition,
-//     kInternal): the resource cannot serve; stop and report.
+//     kInternal): the resource cannot serve; stop and report;
+//   - kCancelled: the caller (or another thread on its behalf) asked the operation to stop.
 // Messages say what was wrong and where (a YAML path, a file and line, a topic/partition/offset).
 // Thread safety: values; copy freely.
 #pragma once
@@ -33,6 +34,7 @@ enum class StatusCode : uint8_t {
   kResourceExhausted,
   kFailedPrecondition,
   kInternal,
+  kCancelled,
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -64,6 +66,7 @@ class [[nodiscard]] Status {
     return {StatusCode::kFailedPrecondition, std::move(m)};
   }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+  static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
   // An I/O failure from errno: ENOSPC/EDQUOT become kResourceExhausted ("disk full"), the rest
   // kIOError. `what` names the operation and the path.
   static Status FromErrno(int err, std::string_view what);

@@ -33,6 +33,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "Failed precondition";
     case StatusCode::kInternal:
       return "Internal error";
+    case StatusCode::kCancelled:
+      return "Cancelled";
   }
   return "Unknown";
 }

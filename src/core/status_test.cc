@@ -33,6 +33,13 @@ TEST(Status, DiskFullIsResourceExhausted) {
   EXPECT_NE(s.message().find("/d/x.log"), std::string::npos);
 }
 
+TEST(Status, CancelledIsNeitherBadInputNorRetryable) {
+  Status s = Status::Cancelled("query interrupted");
+  EXPECT_EQ(s.ToString(), "Cancelled: query interrupted");
+  EXPECT_FALSE(s.IsBadInput());
+  EXPECT_FALSE(s.IsRetryable());
+}
+
 TEST(Status, ContextPrefixesTheMessage) {
   Status s = Status::IOError("boom").WithContext("topic clicks");
   EXPECT_EQ(s.message(), "topic clicks: boom");
