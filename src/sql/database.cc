@@ -585,6 +585,10 @@ struct BatchScan {
     }
     const ColumnBatch& batch = *scanned;
     const size_t n = std::min<size_t>(duckdb_vector_size(), state->rows - state->next);
+    if (n == 0) {  // the end (an empty batch has no buffers to copy from)
+      duckdb_data_chunk_set_size(output, 0);
+      return;
+    }
     for (size_t k = 0; k < state->projection.size(); ++k) {
       const idx_t column = state->projection[k];
       if (column >= batch.columns()) continue;  // a virtual column (row id): nobody reads it
