@@ -245,6 +245,21 @@ Result<std::chrono::milliseconds> ConfigNode::Millis() const {
   return std::chrono::milliseconds(ms);
 }
 
+Result<std::chrono::milliseconds> ConfigNode::Duration() const {
+  const std::string text = Scalar();
+  const size_t digits = text.find_first_not_of("0123456789");
+  if (digits == std::string::npos) return Millis();
+  static constexpr std::pair<std::string_view, int64_t> kUnits[] = {
+      {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
+  for (const auto& [unit, ms] : kUnits) {
+    if (digits == 0 || std::string_view(text).substr(digits) != unit) continue;
+    Result<int64_t> count = ParseInt64(std::string_view(text).substr(0, digits), "a duration");
+    if (!count.ok() || *count > INT64_MAX / 4 / ms) break;
+    return std::chrono::milliseconds(*count * ms);
+  }
+  return Expected("a duration (milliseconds, or a number with ms, s, m, h or d: 30s, 1h)");
+}
+
 Result<Value> ConfigNode::Literal() const {
   if (IsNull()) return Value();  // `null`, `~` or nothing: YAML's null
   if (!IsScalar()) return Expected("a value (string, number, true/false or null)");

@@ -78,6 +78,9 @@ class ConfigNode {
   Result<bool> Bool() const;
   // Milliseconds: an integer from 0 to INT64_MAX / 4 (room for sums of durations).
   Result<std::chrono::milliseconds> Millis() const;
+  // A duration: an integer of milliseconds as Millis(), or a positive integer with a unit,
+  // `ms`, `s`, `m`, `h` or `d` ("250ms", "30s", "1h", "7d").
+  Result<std::chrono::milliseconds> Duration() const;
   // A scalar as the JSON value it reads as: quoted scalars are strings; plain ones may be
   // numbers, booleans or null (as YAML's own null: `null`, `~`, nothing).
   Result<Value> Literal() const;

@@ -28,8 +28,11 @@ Status AppendBatch(const BatchHeader& h, const char* batch, const std::string& p
                               " starts at offset " + std::to_string(h.base_offset) +
                               " where the previous batch ended at " + std::to_string(expected));
   }
+  const size_t first = records.size();
   Status s = DecodeRecords(payload, h.count, Offset(h.base_offset), records);
-  return s.ok() ? s : s.WithContext(path);
+  if (!s.ok()) return s.WithContext(path);
+  for (size_t i = first; i < records.size(); ++i) records[i].append_time_ms = h.append_time_ms;
+  return s;
 }
 
 }  // namespace

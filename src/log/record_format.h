@@ -38,6 +38,9 @@ inline constexpr size_t kBatchHeaderSize = 32;
 struct StoredRecord {
   Offset offset;
   EventTime timestamp;
+  // When the log wrote the record's batch (ms since the epoch, the log's clock); set by a
+  // PartitionReader, 0 where records are decoded from a builder's payload.
+  int64_t append_time_ms = 0;
   KeySerde key_serde = KeySerde::kNull;
   std::string_view key;
   std::string_view value;    // exactly what was appended (JSON text for Weir's own writers)

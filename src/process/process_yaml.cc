@@ -17,7 +17,7 @@
 
 #include "process/limits.h"
 #include "process/process_step.h"
-#include "process/sha256.h"
+#include "core/sha256.h"
 #include "process/worker.h"
 
 namespace weir::process {

@@ -1,4 +1,4 @@
-#include "process/sha256.h"
+#include "core/sha256.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "testing/temp_dir.h"
 
-namespace weir::process {
+namespace weir {
 namespace {
 
 TEST(Sha256, StandardVectors) {
@@ -56,4 +56,4 @@ TEST(Sha256, AMissingFileIsNamed) {
 }
 
 }  // namespace
-}  // namespace weir::process
+}  // namespace weir

@@ -1,11 +1,11 @@
-#include "process/sha256.h"
+#include "core/sha256.h"
 
 #include <bit>
 #include <cstring>
 
 #include "core/files.h"
 
-namespace weir::process {
+namespace weir {
 
 namespace {
 
@@ -135,4 +135,4 @@ Result<std::string> DigestFiles(const std::filesystem::path& base,
   return Hex(hash.Finish());
 }
 
-}  // namespace weir::process
+}  // namespace weir

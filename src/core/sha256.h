@@ -14,7 +14,7 @@
 
 #include "weir/status.h"
 
-namespace weir::process {
+namespace weir {
 
 class Sha256 {
  public:
@@ -42,4 +42,4 @@ std::string Sha256Hex(std::string_view bytes);
 Result<std::string> DigestFiles(const std::filesystem::path& base,
                                 const std::vector<std::string>& files);
 
-}  // namespace weir::process
+}  // namespace weir

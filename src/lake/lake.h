@@ -1,0 +1,120 @@
+// The lake: a data directory's views of its topics as Parquet, kept up to date, and SQL over
+// them. The layout:
+//
+//   <data-dir>/lake/catalog.duckdb              views and partitions (catalog.h)
+//   <data-dir>/lake/<view>/<topic partition>/<instance>.parquet   partition files
+//
+// A view registered once stays registered (the catalog has it); registering it again with
+// another definition replaces it, and partitions of the old schema hash are rebuilt.
+// Before a query, the views it names are brought up to date, the open span too (just in time);
+// `StartBackground` keeps every view up to date as topics grow (each at its `refresh` interval)
+// and sweeps: files of partitions retired longer than `retired_grace` ago (a merge's or a
+// rebuild's inputs, which a running query may still read) and orphans (files the catalog does
+// not name, older than `orphan_grace`: a crash between a COPY and its commit).
+//
+// Queries are read-only: one SELECT (or WITH ... SELECT) statement; anything else, and any
+// function reaching files outside the lake, is refused. Each runs on a DuckDB of its own with a
+// time limit (interrupted past it) and a memory limit, and its rows are streamed to the caller.
+//
+// Threads: every method may be called from any thread. Updates of one view are serialized.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lake/catalog.h"
+#include "lake/materializer.h"
+#include "lake/view.h"
+#include "log/log.h"
+#include "weir/status.h"
+
+namespace weir::lake {
+
+struct LakeOptions {
+  std::filesystem::path dir;  // <data-dir>/lake
+  MaterializeOptions materialize;
+  std::chrono::milliseconds retired_grace{std::chrono::minutes(1)};
+  std::chrono::milliseconds orphan_grace{std::chrono::minutes(10)};
+  // Where background failures and progress lines go (a view whose SQL fails, a full disk).
+  std::function<void(const std::string&)> on_progress;
+};
+
+struct QueryOptions {
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  std::string memory_limit = "2GB";
+  int threads = 0;  // 0: DuckDB's default
+  bool update_first = true;  // bring the views the query names up to date first (JIT)
+};
+
+// Receives a query's result: the column names once, then each row, either as text cells (NULL
+// as nullopt) or as one JSON object, as the caller asked.
+struct QuerySink {
+  bool json_rows = false;
+  std::function<void(std::span<const std::string> names)> on_columns;
+  std::function<void(std::span<const std::optional<std::string>> cells)> on_row;
+  std::function<void(std::string_view json_object)> on_json_row;
+};
+
+struct ViewStatus {
+  CatalogView view;
+  std::vector<PartitionRecord> partitions;  // live
+  int64_t stale = 0;                        // live partitions of another schema hash
+  int64_t rows = 0;
+  int64_t bytes = 0;
+};
+
+class Lake {
+ public:
+  static Result<std::unique_ptr<Lake>> Open(log::LogStore& log, LakeOptions options);
+  ~Lake();  // stops the background thread
+
+  // Adds the view, or replaces its definition if it differs (its schema hash is recomputed:
+  // partitions of the old one are stale). kInvalidArgument if its SQL does not bind over its
+  // records' columns.
+  Status Register(const ViewSpec& spec);
+  std::vector<CatalogView> Views() const;
+  Result<ViewStatus> Describe(std::string_view view) const;
+
+  Status Update(std::string_view view, bool open_too, MaterializeFigures* figures = nullptr);
+  Status Rebuild(std::string_view view, MaterializeFigures* figures = nullptr);
+  Status Merge(std::string_view view, std::chrono::milliseconds span,
+               MaterializeFigures* figures = nullptr);
+  // Deletes retired partitions' files past the grace and orphans; returns how many files.
+  Result<int64_t> Sweep();
+
+  // Runs a read-only query (see the top of this file).
+  Status Query(std::string_view sql, const QueryOptions& options, const QuerySink& sink);
+
+  // A thread that updates every view at its refresh interval and sweeps; Stop joins it.
+  void StartBackground();
+  void StopBackground();
+
+  const std::filesystem::path& dir() const { return options_.dir; }
+
+ private:
+  Lake(log::LogStore& log, LakeOptions options, std::unique_ptr<Catalog> catalog)
+      : log_(log), options_(std::move(options)), catalog_(std::move(catalog)) {}
+  std::mutex& ViewMutex(std::string_view view);
+  template <typename F>
+  Status WithMaterializer(std::string_view view, F&& f);
+  void BackgroundLoop();
+
+  log::LogStore& log_;
+  LakeOptions options_;
+  std::unique_ptr<Catalog> catalog_;
+  std::mutex mu_;  // guards view_mutexes_ and the background thread's fields
+  std::map<std::string, std::unique_ptr<std::mutex>, std::less<>> view_mutexes_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread background_;
+};
+
+}  // namespace weir::lake

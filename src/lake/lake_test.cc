@@ -1,0 +1,352 @@
+// The lake against a real log on disk and real DuckDB: views, partitions, the catalog's rules,
+// read-only queries, staleness, merges and the sweep.
+#include "lake/lake.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "lake/records.h"
+#include "log/log.h"
+#include "testing/temp_dir.h"
+
+namespace weir::lake {
+namespace {
+
+using weir::testing::TempDir;
+
+class LakeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    log::LogOptions o;
+    o.dir = dir_.path() / "log";
+    auto log = log::LogStore::Open(o);
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    log_ = std::move(*log);
+    OpenLake();
+  }
+
+  void OpenLake(LakeOptions options = {}) {
+    lake_.reset();
+    options.dir = dir_.path() / "lake";
+    auto lake = Lake::Open(*log_, std::move(options));
+    ASSERT_TRUE(lake.ok()) << lake.status().ToString();
+    lake_ = std::move(*lake);
+  }
+
+  log::Topic& Topic(const std::string& name, int32_t partitions = 1) {
+    auto topic = log_->GetOrCreateTopic(name, {.partitions = partitions});
+    EXPECT_TRUE(topic.ok()) << topic.status().ToString();
+    return **topic;
+  }
+
+  // Appends JSON values to a partition, durable and visible on return.
+  void Append(log::Topic& topic, const std::vector<std::string>& values, int32_t p = 0,
+              int64_t ts = 1000) {
+    log::RecordBatchBuilder b;
+    for (const std::string& v : values) b.AddRaw(EventTime(ts++), KeySerde::kString, "k", v);
+    auto appended = topic.partition(PartitionId(p)).Append(b, log::Durability::kWaitDurable);
+    ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+  }
+
+  // The query's rows as lines of cells joined by '|' (NULL as "NULL").
+  std::vector<std::string> Rows(const std::string& sql, QueryOptions options = {}) {
+    std::vector<std::string> rows;
+    QuerySink sink;
+    sink.on_row = [&](std::span<const std::optional<std::string>> cells) {
+      std::string line;
+      for (size_t i = 0; i < cells.size(); ++i) line += (i ? "|" : "") + cells[i].value_or("NULL");
+      rows.push_back(line);
+    };
+    Status s = lake_->Query(sql, options, sink);
+    EXPECT_TRUE(s.ok()) << sql << ": " << s.ToString();
+    return rows;
+  }
+
+  Status QueryStatus(const std::string& sql, QueryOptions options = {}) {
+    QuerySink sink;
+    sink.on_row = [](auto) {};
+    return lake_->Query(sql, options, sink);
+  }
+
+  ViewSpec Spec(const std::string& name, const std::string& topic) {
+    ViewSpec spec;
+    spec.name = name;
+    spec.topic = topic;
+    return spec;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<log::LogStore> log_;
+  std::unique_ptr<Lake> lake_;
+};
+
+TEST_F(LakeTest, AViewWithoutSqlHasTheRecordsFieldsAndTheirPositions) {
+  log::Topic& clicks = Topic("clicks");
+  Append(clicks, {R"({"page":"a","amount":2})", R"({"page":"b","amount":3.5,"_ts":1})"});
+  ASSERT_TRUE(lake_->Register(Spec("clicks_view", "clicks")).ok());
+  EXPECT_EQ(Rows("SELECT page, amount, _field_ts, _offset, _partition, _key, epoch_ms(_ts) "
+                 "FROM clicks_view ORDER BY _offset"),
+            (std::vector<std::string>{"a|2.0|NULL|0|0|k|1000", "b|3.5|1|1|0|k|1001"}));
+  auto status = lake_->Describe("clicks_view");
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->view.columns,
+            (std::vector<ViewColumn>{{"page", ColumnKind::kVarchar},
+                                     {"amount", ColumnKind::kDouble},
+                                     {"_ts", ColumnKind::kBigInt}}));
+  EXPECT_EQ(status->rows, 2);
+}
+
+TEST_F(LakeTest, RecordsThatDoNotFitTheColumnsAreDeadLetteredAndTheRestWritten) {
+  log::Topic& t = Topic("orders");
+  Append(t, {R"({"id":1,"price":10})", R"({"id":"two","price":20})", "not json",
+             R"({"id":3,"price":30})"});
+  ViewSpec spec = Spec("orders_view", "orders");
+  spec.columns = {{"id", ColumnKind::kBigInt}, {"price", ColumnKind::kDouble}};
+  ASSERT_TRUE(lake_->Register(spec).ok());
+  EXPECT_EQ(Rows("SELECT id, price FROM orders_view ORDER BY id"),
+            (std::vector<std::string>{"1|10.0", "3|30.0"}));
+  auto dlq = log_->GetTopic("lake.orders_view.dlq");
+  ASSERT_TRUE(dlq.ok());
+  log::PartitionReader reader((*dlq)->partition(PartitionId(0)), Offset(0));
+  auto dead = reader.Next();
+  ASSERT_TRUE(dead.ok());
+  ASSERT_EQ(dead->size(), 2u);
+  EXPECT_NE((*dead)[0].value.find("does not fit column type bigint"), std::string_view::npos)
+      << (*dead)[0].value;
+  EXPECT_NE((*dead)[1].value.find("not valid JSON"), std::string_view::npos) << (*dead)[1].value;
+  // Queried again: nothing new is written and nothing is dead-lettered twice.
+  EXPECT_EQ(Rows("SELECT count(*) FROM orders_view"), (std::vector<std::string>{"2"}));
+  EXPECT_EQ((*dlq)->partition(PartitionId(0)).NextOffset().value(), 2);
+}
+
+TEST_F(LakeTest, ASqlTransformShapesTheFilesAndAFilteredOutRangeIsAnEmptyPartition) {
+  log::Topic& t = Topic("events");
+  Append(t, {R"({"kind":"view","n":1})", R"({"kind":"buy","n":2})", R"({"kind":"buy","n":5})"});
+  ViewSpec spec = Spec("buys", "events");
+  spec.sql = "SELECT n * 10 AS n10 FROM records WHERE kind = 'buy'";
+  ASSERT_TRUE(lake_->Register(spec).ok());
+  EXPECT_EQ(Rows("SELECT n10 FROM buys ORDER BY n10"), (std::vector<std::string>{"20", "50"}));
+  Append(t, {R"({"kind":"view","n":7})"});
+  EXPECT_EQ(Rows("SELECT count(*) FROM buys"), (std::vector<std::string>{"2"}));
+  auto status = lake_->Describe("buys");
+  ASSERT_TRUE(status.ok());
+  ASSERT_EQ(status->partitions.size(), 2u);
+  EXPECT_EQ(status->partitions[1].rows, 0);
+  EXPECT_TRUE(status->partitions[1].file.empty());
+  EXPECT_EQ(status->partitions[1].begin_offset, 3);
+  EXPECT_EQ(status->partitions[1].end_offset, 4);
+}
+
+TEST_F(LakeTest, AViewWhoseSqlDoesNotBindIsRefusedAtRegistration) {
+  log::Topic& t = Topic("events");
+  Append(t, {R"({"kind":"view"})"});
+  ViewSpec spec = Spec("bad", "events");
+  spec.columns = {{"kind", ColumnKind::kVarchar}};
+  spec.sql = "SELECT no_such_column FROM records";
+  Status s = lake_->Register(spec);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("no_such_column"), std::string::npos) << s.ToString();
+}
+
+TEST_F(LakeTest, SpansSealByAppendTimeAndLaterSpansNeverReopenThem) {
+  log::Topic& t = Topic("spans");
+  ViewSpec spec = Spec("spans_view", "spans");
+  spec.partition = std::chrono::seconds(1);
+  spec.sort = {"n"};
+  spec.order = ScanOrder::kFile;
+  ASSERT_TRUE(lake_->Register(spec).ok());
+  Append(t, {R"({"n":3})", R"({"n":1})"});
+  EXPECT_EQ(Rows("SELECT count(*) FROM spans_view"), (std::vector<std::string>{"2"}));
+  Append(t, {R"({"n":2})"});  // same span, most likely: an open piece more
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  Append(t, {R"({"n":0})"}, 0, /*ts=*/1);  // a late event: appended in a later span
+  Status updated = lake_->Update("spans_view", true);
+  ASSERT_TRUE(updated.ok()) << updated.ToString();
+  auto status = lake_->Describe("spans_view");
+  ASSERT_TRUE(status.ok());
+  ASSERT_GE(status->partitions.size(), 2u);
+  const PartitionRecord& first = status->partitions.front();
+  EXPECT_TRUE(first.sealed);
+  EXPECT_EQ(first.sort_order, "n");
+  EXPECT_EQ(status->partitions.back().begin_offset, 3);
+  EXPECT_EQ(status->partitions.back().event_min_ms, 1);
+  int64_t covered = 0;
+  for (const PartitionRecord& p : status->partitions) covered += p.end_offset - p.begin_offset;
+  EXPECT_EQ(covered, 4);
+  EXPECT_EQ(Rows("SELECT list(n ORDER BY n) FROM spans_view"),
+            (std::vector<std::string>{"[0, 1, 2, 3]"}));
+}
+
+TEST_F(LakeTest, TheCatalogRefusesOverlappingPartitionsAndKeepsCommitsAcrossReopen) {
+  log::Topic& t = Topic("c");
+  Append(t, {R"({"a":1})", R"({"a":2})"});
+  ASSERT_TRUE(lake_->Register(Spec("cv", "c")).ok());
+  ASSERT_TRUE(lake_->Update("cv", true).ok());
+  auto catalog = Catalog::Open(dir_.path() / "other-lake");
+  ASSERT_TRUE(catalog.ok());
+  PartitionRecord p{.view = "v", .instance = 1, .source_hash = "0000000000000000",
+                    .begin_offset = 0, .end_offset = 10};
+  ASSERT_TRUE((*catalog)->Commit("v", {p}, {}, 1).ok());
+  PartitionRecord overlapping = p;
+  overlapping.instance = 2;
+  overlapping.begin_offset = 9;
+  overlapping.end_offset = 12;
+  Status s = (*catalog)->Commit("v", {overlapping}, {}, 2);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  // Retiring the one it overlaps in the same commit is a replacement, which is allowed.
+  ASSERT_TRUE((*catalog)->Commit("v", {overlapping}, {1}, 3).ok());
+  catalog->reset();
+  auto reopened = Catalog::Open(dir_.path() / "other-lake");
+  ASSERT_TRUE(reopened.ok());
+  auto live = (*reopened)->LivePartitions("v");
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].instance, 2);
+  EXPECT_GE((*reopened)->NextInstance(), 3);
+  // The lake itself, reopened, answers the same.
+  OpenLake();
+  EXPECT_EQ(Rows("SELECT sum(a) FROM cv"), (std::vector<std::string>{"3"}));
+}
+
+TEST_F(LakeTest, QueriesAreReadOnlyAndStayInTheLake) {
+  log::Topic& t = Topic("ro");
+  Append(t, {R"({"a":1})"});
+  ASSERT_TRUE(lake_->Register(Spec("rv", "ro")).ok());
+  for (const char* sql :
+       {"INSERT INTO rv VALUES (1)", "COPY rv TO '/tmp/x.csv'", "ATTACH '/tmp/x.db'",
+        "CREATE TABLE x (a INT)", "SET memory_limit = '100GB'", "INSTALL httpfs",
+        "SELECT 1; SELECT 2", "PRAGMA version"}) {
+    Status s = QueryStatus(sql);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << sql << ": " << s.ToString();
+  }
+  for (const char* sql : {"SELECT * FROM read_csv('/etc/passwd')",
+                          "SELECT * FROM read_text('/etc/hostname')",
+                          "SELECT * FROM read_parquet('/tmp/*.parquet')"}) {
+    Status s = QueryStatus(sql);
+    EXPECT_FALSE(s.ok()) << sql;
+  }
+  EXPECT_EQ(Rows("SELECT a FROM rv"), (std::vector<std::string>{"1"}));
+}
+
+TEST_F(LakeTest, AQueryPastItsTimeLimitIsStopped) {
+  QueryOptions options;
+  options.timeout = std::chrono::milliseconds(200);
+  const auto start = std::chrono::steady_clock::now();
+  Status s = QueryStatus("SELECT count(*) FROM range(100000000) a, range(100000000) b", options);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST_F(LakeTest, ANewVersionMakesPartitionsStaleAndTheyAreRebuiltFromTheLog) {
+  log::Topic& t = Topic("v");
+  Append(t, {R"({"a":1})", R"({"a":2})"});
+  ViewSpec spec = Spec("vv", "v");
+  spec.sql = "SELECT a FROM records";
+  spec.columns = {{"a", ColumnKind::kBigInt}};
+  ASSERT_TRUE(lake_->Register(spec).ok());
+  EXPECT_EQ(Rows("SELECT sum(a) FROM vv"), (std::vector<std::string>{"3"}));
+  spec.version = 2;
+  spec.sql = "SELECT a * 100 AS a FROM records";
+  ASSERT_TRUE(lake_->Register(spec).ok());
+  auto before = lake_->Describe("vv");
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->stale, 1);
+  EXPECT_EQ(Rows("SELECT sum(a) FROM vv"), (std::vector<std::string>{"300"}));
+  auto after = lake_->Describe("vv");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->stale, 0);
+  ASSERT_EQ(after->partitions.size(), 1u);
+  EXPECT_EQ(after->partitions[0].source_hash, before->partitions[0].source_hash);
+  EXPECT_NE(after->partitions[0].file, before->partitions[0].file);
+}
+
+TEST_F(LakeTest, MergesCheckTheirInputsAndTheSweepRemovesRetiredFilesAndOrphans) {
+  log::Topic& t = Topic("m");
+  ViewSpec spec = Spec("mv", "m");
+  spec.partition = std::chrono::seconds(1);
+  spec.sort = {"a"};
+  ASSERT_TRUE(lake_->Register(spec).ok());
+  for (int i = 0; i < 3; ++i) {
+    Append(t, {"{\"a\":" + std::to_string(10 - i) + "}", "{\"a\":" + std::to_string(i) + "}"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(1050));
+  }
+  LakeOptions options;
+  options.materialize.seal_grace = std::chrono::milliseconds(0);
+  options.retired_grace = std::chrono::milliseconds(0);
+  options.orphan_grace = std::chrono::milliseconds(0);
+  OpenLake(options);
+  Status updated = lake_->Update("mv", false);
+  ASSERT_TRUE(updated.ok()) << updated.ToString();
+  auto spans = lake_->Describe("mv");
+  ASSERT_TRUE(spans.ok());
+  ASSERT_GE(spans->partitions.size(), 2u);
+  std::vector<std::string> old_files;
+  for (const auto& p : spans->partitions) old_files.push_back(p.file);
+  Status merged_status = lake_->Merge("mv", std::chrono::hours(24 * 365 * 100));
+  ASSERT_TRUE(merged_status.ok()) << merged_status.ToString();
+  auto merged = lake_->Describe("mv");
+  ASSERT_TRUE(merged.ok());
+  ASSERT_EQ(merged->partitions.size(), 1u);
+  EXPECT_EQ(merged->partitions[0].rows, 6);
+  EXPECT_EQ(merged->partitions[0].begin_offset, 0);
+  EXPECT_EQ(merged->partitions[0].end_offset, 6);
+  EXPECT_EQ(merged->partitions[0].sort_order, "a");
+  EXPECT_EQ(merged->partitions[0].sort_min, 0);
+  EXPECT_EQ(merged->partitions[0].sort_max, 10);
+  EXPECT_EQ(Rows("SELECT list(a) FROM mv"), (std::vector<std::string>{"[0, 1, 2, 8, 9, 10]"}));
+  // An orphan: a file no commit names (a crash between COPY and the commit).
+  const auto orphan = dir_.path() / "lake" / "mv" / "0" / "999999.parquet";
+  std::ofstream(orphan) << "half a file";
+  auto removed = lake_->Sweep();
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(*removed, static_cast<int64_t>(old_files.size()) + 1);
+  for (const auto& f : old_files) EXPECT_FALSE(std::filesystem::exists(dir_.path() / "lake" / f));
+  EXPECT_FALSE(std::filesystem::exists(orphan));
+  EXPECT_EQ(Rows("SELECT count(*) FROM mv"), (std::vector<std::string>{"6"}));
+}
+
+TEST(ViewYaml, ParsesEveryKeyAndNamesTheOffendingPath) {
+  auto views = ParseViewsFile(R"(
+views:
+  clicks:
+    topic: c
+    sql: SELECT * FROM records
+    columns: {page: varchar, n: bigint}
+    partition: 10m
+    sort: [_ts]
+    order: concatenated
+    version: 3
+    refresh: 500ms
+)",
+                              "v.yaml");
+  ASSERT_TRUE(views.ok()) << views.status().ToString();
+  ASSERT_EQ(views->size(), 1u);
+  const ViewSpec& v = (*views)[0];
+  EXPECT_EQ(v.partition, std::chrono::minutes(10));
+  EXPECT_EQ(v.refresh, std::chrono::milliseconds(500));
+  EXPECT_EQ(v.order, ScanOrder::kConcatenated);
+  EXPECT_EQ(v.version, 3);
+  auto back = ViewSpecFromJson(v.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, v);
+  struct Bad {
+    const char* yaml;
+    const char* message;
+  };
+  for (const Bad& bad : {
+           Bad{"views: {a: {sql: x}}", "views.a: missing 'topic'"},
+           Bad{"views: {a: {topic: t, partition: 1y}}", "views.a.partition: expected a duration"},
+           Bad{"views: {a: {topic: t, columns: {x: text}}}", "views.a.columns.x: expected a column type"},
+           Bad{"views: {a: {topic: t, order: file}}", "views.a.order: a scan order needs"},
+           Bad{"views: {a: {topic: t, colums: {}}}", "unknown key 'colums'"},
+           Bad{"views: {'a/b': {topic: t}}", "view name"},
+       }) {
+    auto r = ParseViewsFile(bad.yaml, "v.yaml");
+    ASSERT_FALSE(r.ok()) << bad.yaml;
+    EXPECT_NE(r.status().message().find(bad.message), std::string::npos) << r.status().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace weir::lake
