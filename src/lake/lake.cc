@@ -76,6 +76,120 @@ Status DefineView(sql::Database& db, const std::filesystem::path& lake_dir, cons
   return db.Execute("CREATE TABLE " + name + " AS " + select + " LIMIT 0");
 }
 
+// A query the certified scan order can answer: ORDER BY the first sort column of a view
+// declaring a concatenated order, with a LIMIT and nothing that looks across rows.
+struct OrderedScan {
+  const CatalogView* view = nullptr;
+  bool descending = false;
+  int64_t limit = 0;
+};
+
+// Whether `node` (a piece of DuckDB's serialized parse tree) contains something that looks
+// across rows or into another query.
+bool LooksAcrossRows(const Value& node) {
+  if (node.is_array()) {
+    return std::any_of(node.as_array().begin(), node.as_array().end(), LooksAcrossRows);
+  }
+  if (!node.is_object()) return false;
+  if (auto cls = node.GetString("class"); cls && (*cls == "WINDOW" || *cls == "SUBQUERY")) {
+    return true;
+  }
+  for (const auto& [name, child] : node.as_object()) {
+    if (LooksAcrossRows(child)) return true;
+  }
+  return false;
+}
+
+// The member at a dotted path ("cte_map.map"), or null.
+const Value* At(const Value& v, std::string_view dotted) {
+  const Value* at = &v;
+  while (at && !dotted.empty()) {
+    const size_t dot = std::min(dotted.find('.'), dotted.size());
+    at = at->is_object() ? at->Find(dotted.substr(0, dot)) : nullptr;
+    dotted.remove_prefix(std::min(dot + 1, dotted.size()));
+  }
+  return at;
+}
+
+bool SameName(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// Recognizes the form the certified scan order answers, from DuckDB's parse tree (`tree`, the
+// output of json_serialize_sql).
+std::optional<OrderedScan> MatchOrderedScan(std::string_view tree,
+                                            const std::vector<CatalogView>& views) {
+  Result<Value> parsed = Value::Parse(tree);
+  if (!parsed.ok()) return std::nullopt;
+  const Value* statements = parsed->Find("statements");
+  if (!statements || !statements->is_array() || statements->as_array().size() != 1) {
+    return std::nullopt;
+  }
+  const Value* node = statements->as_array()[0].Find("node");
+  if (!node || node->GetString("type") != "SELECT_NODE") return std::nullopt;
+  auto table = node->GetString("from_table.table_name");
+  const Value* group = node->Find("group_expressions");
+  const Value* ctes = At(*node, "cte_map.map");
+  const Value* modifiers = node->Find("modifiers");
+  const Value* select = node->Find("select_list");
+  if (!table || node->GetString("from_table.type") != "BASE_TABLE" || !group ||
+      !group->is_array() || !group->as_array().empty() || !ctes || !ctes->is_array() ||
+      !ctes->as_array().empty() || !modifiers || !modifiers->is_array() || !select ||
+      !select->is_array()) {
+    return std::nullopt;
+  }
+  for (const char* absent : {"having", "qualify", "sample", "from_table.sample"}) {
+    const Value* v = At(*node, absent);
+    if (v && !v->is_null()) return std::nullopt;
+  }
+  if (LooksAcrossRows(*select) || LooksAcrossRows(*node->Find("where_clause"))) return std::nullopt;
+  OrderedScan scan;
+  for (const CatalogView& v : views) {
+    if (SameName(v.spec.name, *table) && v.spec.order == ScanOrder::kConcatenated) scan.view = &v;
+  }
+  if (!scan.view) return std::nullopt;
+  const std::string& sort_column = scan.view->spec.sort.front();
+  bool ordered = false, limited = false;
+  for (const Value& m : modifiers->as_array()) {
+    auto type = m.GetString("type");
+    if (type == "ORDER_MODIFIER") {
+      const Value* orders = m.Find("orders");
+      if (!orders || !orders->is_array() || orders->as_array().size() != 1) return std::nullopt;
+      const Value& order = orders->as_array()[0];
+      const Value* names = At(order, "expression.column_names");
+      if (order.GetString("expression.class") != "COLUMN_REF" || !names || !names->is_array() ||
+          names->as_array().empty() || !names->as_array().back().is_string() ||
+          !SameName(names->as_array().back().as_string(), sort_column) ||
+          order.GetString("null_order") != "ORDER_DEFAULT") {
+        return std::nullopt;
+      }
+      scan.descending = order.GetString("type") == "DESCENDING";
+      ordered = true;
+    } else if (type == "LIMIT_MODIFIER") {
+      const Value* offset = m.Find("offset");
+      auto limit = m.GetInt("limit.value.value");
+      if ((offset && !offset->is_null()) || m.GetString("limit.class") != "CONSTANT" || !limit ||
+          *limit < 0) {
+        return std::nullopt;
+      }
+      scan.limit = *limit;
+      limited = true;
+    } else {
+      return std::nullopt;  // DISTINCT and the rest look across rows
+    }
+  }
+  // An alias named like the sort column would be what ORDER BY sorts by.
+  for (const Value& item : select->as_array()) {
+    auto alias = item.GetString("alias");
+    if (alias && SameName(*alias, sort_column)) return std::nullopt;
+  }
+  if (!ordered || !limited) return std::nullopt;
+  return scan;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Lake>> Lake::Open(log::LogStore& log, LakeOptions options) {
@@ -213,14 +327,84 @@ Status Lake::Query(std::string_view sql_text, const QueryOptions& options, const
   WEIR_RETURN_IF_ERROR(db->Query("DESCRIBE " + std::string(statement), [&](const sql::Row& row) {
     names.emplace_back(row.Text(0));
   }));
-  std::string wrapped;
-  if (sink.json_rows) {
-    wrapped = "SELECT to_json(weir_q)::VARCHAR FROM (" + std::string(statement) + ") AS weir_q";
-  } else {
-    wrapped = "SELECT CAST(COLUMNS(*) AS VARCHAR)";
-    wrapped += " FROM (" + std::string(statement) + ") AS weir_q";
-  }
   if (sink.on_columns) sink.on_columns(names);
+  QueryStats ignored_stats;
+  QueryStats& stats = options.stats ? *options.stats : ignored_stats;
+  stats = {};
+  std::vector<PartitionRecord> scanned;  // the partitions of the views the query names
+  for (const CatalogView& v : views) {
+    if (!Mentions(statement, v.spec.name)) continue;
+    for (PartitionRecord& p : catalog_->LivePartitions(v.spec.name)) {
+      if (!p.file.empty()) scanned.push_back(std::move(p));
+    }
+  }
+  stats.partitions = static_cast<int64_t>(scanned.size());
+  std::optional<OrderedScan> ordered;
+  WEIR_RETURN_IF_ERROR(db->Query("SELECT json_serialize_sql(" + SqlString(statement) + ")",
+                                 [&](const sql::Row& row) {
+                                   ordered = MatchOrderedScan(row.Text(0), views);
+                                 }));
+  if (ordered) {
+    WEIR_ASSIGN_OR_RETURN(std::optional<std::vector<PartitionRecord>> in_order,
+                          CertifiedOrder(*ordered->view, ordered->descending));
+    if (in_order) {
+      stats.ordered_scan = true;
+      int64_t rows = 0;
+      for (const PartitionRecord& p : *in_order) {
+        if (rows >= ordered->limit) break;
+        ++stats.partitions_read;
+        WEIR_RETURN_IF_ERROR(db->Execute(
+            "CREATE OR REPLACE VIEW " + SqlIdentifier(ordered->view->spec.name) +
+            " AS SELECT * FROM read_parquet(" + SqlString((options_.dir / p.file).string()) + ")"));
+        WEIR_RETURN_IF_ERROR(RunStreamed(*db, statement, names.size(), options.timeout, sink,
+                                         ordered->limit - rows, &rows));
+      }
+      return Status::OK();
+    }
+  }
+  int64_t rows = 0;
+  return RunStreamed(*db, statement, names.size(), options.timeout, sink, INT64_MAX, &rows);
+}
+
+Result<std::optional<std::vector<PartitionRecord>>> Lake::CertifiedOrder(const CatalogView& view,
+                                                                       bool descending) const {
+  std::vector<PartitionRecord> files;
+  const std::string& column = view.spec.sort.front();
+  for (PartitionRecord& p : catalog_->LivePartitions(view.spec.name)) {
+    if (p.file.empty()) continue;
+    const bool certifies = p.schema_hash == view.schema_hash && p.sort_min && p.sort_max &&
+                           (p.sort_order == column || p.sort_order.starts_with(column + ","));
+    if (!certifies) return std::optional<std::vector<PartitionRecord>>();
+    files.push_back(std::move(p));
+  }
+  std::sort(files.begin(), files.end(), [](const PartitionRecord& a, const PartitionRecord& b) {
+    return std::tie(*a.sort_min, *a.sort_max) < std::tie(*b.sort_min, *b.sort_max);
+  });
+  for (size_t i = 1; i < files.size(); ++i) {
+    if (*files[i - 1].sort_max > *files[i].sort_min) {
+      return Status::FailedPrecondition(
+          "lake view '" + view.spec.name + "' declares a concatenated order on " + column +
+          ", but partitions " + std::to_string(files[i - 1].instance) + " [" +
+          SqlDouble(*files[i - 1].sort_min) + ", " + SqlDouble(*files[i - 1].sort_max) + "] and " +
+          std::to_string(files[i].instance) + " [" + SqlDouble(*files[i].sort_min) + ", " +
+          SqlDouble(*files[i].sort_max) +
+          "] overlap; refusing to return rows out of order (declare `order: file` if the view's "
+          "partitions may overlap in " + column + ")");
+    }
+  }
+  if (descending) std::reverse(files.begin(), files.end());
+  return std::optional<std::vector<PartitionRecord>>(std::move(files));
+}
+
+// Runs `statement` on `db`, its rows (at most `limit`) cast to text or JSON for the sink, under
+// the time limit; `rows` counts the rows given to the sink.
+Status Lake::RunStreamed(sql::Database& db, std::string_view statement, size_t columns,
+                         std::chrono::milliseconds timeout, const QuerySink& sink, int64_t limit,
+                         int64_t* rows) {
+  const std::string wrapped =
+      (sink.json_rows ? "SELECT to_json(weir_q)::VARCHAR" : "SELECT CAST(COLUMNS(*) AS VARCHAR)") +
+      std::string(" FROM (") + std::string(statement) + ") AS weir_q" +
+      (limit == INT64_MAX ? "" : " LIMIT " + std::to_string(limit));
   // The time limit: a watchdog interrupts the statement past it.
   std::mutex done_mu;
   std::condition_variable done_cv;
@@ -228,13 +412,14 @@ Status Lake::Query(std::string_view sql_text, const QueryOptions& options, const
   std::atomic<bool> interrupted{false};
   std::thread watchdog([&] {
     std::unique_lock lock(done_mu);
-    if (!done_cv.wait_for(lock, options.timeout, [&] { return done; })) {
+    if (!done_cv.wait_for(lock, timeout, [&] { return done; })) {
       interrupted = true;
-      db->Interrupt();
+      db.Interrupt();
     }
   });
-  std::vector<std::optional<std::string>> cells(names.size());
-  Status s = db->Query(wrapped, [&](const sql::Row& row) {
+  std::vector<std::optional<std::string>> cells(columns);
+  Status s = db.Query(wrapped, [&](const sql::Row& row) {
+    ++*rows;
     if (sink.json_rows) {
       sink.on_json_row(row.Text(0));
       return;
@@ -256,7 +441,7 @@ Status Lake::Query(std::string_view sql_text, const QueryOptions& options, const
   watchdog.join();
   if (interrupted && !s.ok()) {
     return Status::ResourceExhausted("lake query stopped after its time limit of " +
-                                    std::to_string(options.timeout.count()) + " ms");
+                                     std::to_string(timeout.count()) + " ms");
   }
   return s;
 }

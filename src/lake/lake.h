@@ -12,6 +12,14 @@
 // rebuild's inputs, which a running query may still read) and orphans (files the catalog does
 // not name, older than `orphan_grace`: a crash between a COPY and its commit).
 //
+// Certified scan order: a query of the form `SELECT <per-row expressions> FROM view [WHERE ...]
+// ORDER BY c [ASC|DESC] LIMIT n`, where the view declares `order: concatenated` and c is its
+// first sort column, is answered by reading the view's partitions one at a time in c's order
+// and stopping once it has n rows, instead of sorting everything, if every live partition
+// certifies it (its file is sorted by c, holds no NULL c, and has c's range). If two partitions'
+// ranges overlap, the query fails (kFailedPrecondition) rather than return rows out of order;
+// if some partition does not certify, DuckDB sorts as for any query.
+//
 // Queries are read-only: one SELECT (or WITH ... SELECT) statement; anything else, and any
 // function reaching files outside the lake, is refused. Each runs on a DuckDB of its own with a
 // time limit (interrupted past it) and a memory limit, and its rows are streamed to the caller.
@@ -47,11 +55,19 @@ struct LakeOptions {
   std::function<void(const std::string&)> on_progress;
 };
 
+// What a query read, for the curious and the benchmarks.
+struct QueryStats {
+  bool ordered_scan = false;    // answered by scanning certified partitions in order
+  int64_t partitions = 0;       // live partitions with a file, of the views it names
+  int64_t partitions_read = 0;  // those an ordered scan read before it had its rows
+};
+
 struct QueryOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   std::string memory_limit = "2GB";
   int threads = 0;  // 0: DuckDB's default
   bool update_first = true;  // bring the views the query names up to date first (JIT)
+  QueryStats* stats = nullptr;
 };
 
 // Receives a query's result: the column names once, then each row, either as text cells (NULL
@@ -106,6 +122,13 @@ class Lake {
   template <typename F>
   Status WithMaterializer(std::string_view view, F&& f);
   void BackgroundLoop();
+  // The view's live partitions in the order of its first sort column, if every one certifies
+  // that order; nullopt if one does not; kFailedPrecondition if two overlap.
+  Result<std::optional<std::vector<PartitionRecord>>> CertifiedOrder(const CatalogView& view,
+                                                                    bool descending) const;
+  static Status RunStreamed(sql::Database& db, std::string_view statement, size_t columns,
+                            std::chrono::milliseconds timeout, const QuerySink& sink,
+                            int64_t limit, int64_t* rows);
 
   log::LogStore& log_;
   LakeOptions options_;

@@ -306,6 +306,47 @@ TEST_F(LakeTest, MergesCheckTheirInputsAndTheSweepRemovesRetiredFilesAndOrphans)
   EXPECT_EQ(Rows("SELECT count(*) FROM mv"), (std::vector<std::string>{"6"}));
 }
 
+TEST_F(LakeTest, TheLatestRowsComeFromCertifiedPartitionsInOrderAndAnOverlapFailsLoudly) {
+  log::Topic& t = Topic("scan");
+  ViewSpec spec = Spec("scan_view", "scan");
+  spec.partition = std::chrono::seconds(1);
+  spec.sort = {"n"};
+  spec.order = ScanOrder::kConcatenated;
+  ASSERT_TRUE(lake_->Register(spec).ok());
+  // Three spans, each holding a range of n above the one before (rows unsorted inside).
+  for (int burst = 0; burst < 3; ++burst) {
+    std::vector<std::string> values;
+    for (int i = 4; i >= 0; --i) values.push_back("{\"n\":" + std::to_string(burst * 10 + i) + "}");
+    Append(t, values);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1050));
+  }
+  LakeOptions options;
+  options.materialize.seal_grace = std::chrono::milliseconds(0);
+  OpenLake(options);
+  QueryStats stats;
+  QueryOptions query;
+  query.stats = &stats;
+  EXPECT_EQ(Rows("SELECT n FROM scan_view ORDER BY n DESC LIMIT 3", query),
+            (std::vector<std::string>{"24", "23", "22"}));
+  EXPECT_TRUE(stats.ordered_scan);
+  EXPECT_EQ(stats.partitions, 3);
+  EXPECT_EQ(stats.partitions_read, 1);
+  // A filter leaves fewer rows per partition: the scan reads on until it has them.
+  EXPECT_EQ(Rows("SELECT n, _offset FROM scan_view WHERE n % 10 = 0 ORDER BY n LIMIT 2", query),
+            (std::vector<std::string>{"0|4", "10|9"}));
+  EXPECT_EQ(stats.partitions_read, 2);
+  // Other forms are answered by DuckDB as usual.
+  EXPECT_EQ(Rows("SELECT DISTINCT n % 2 AS parity FROM scan_view ORDER BY parity LIMIT 5", query),
+            (std::vector<std::string>{"0", "1"}));
+  EXPECT_FALSE(stats.ordered_scan);
+  // A span whose n overlaps the others: the certified order no longer holds.
+  Append(t, {R"({"n":12})"});
+  Status s = QueryStatus("SELECT n FROM scan_view ORDER BY n DESC LIMIT 3", query);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("overlap"), std::string::npos) << s.ToString();
+  EXPECT_EQ(Rows("SELECT count(*) FROM scan_view"), (std::vector<std::string>{"16"}));
+}
+
 TEST(ViewYaml, ParsesEveryKeyAndNamesTheOffendingPath) {
   auto views = ParseViewsFile(R"(
 views:

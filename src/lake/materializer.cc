@@ -104,17 +104,18 @@ struct Materializer::State {
     Figures().bytes += p.bytes;
     p.sort_order = Join(view.spec.sort, ",");
     if (!view.spec.sort.empty()) {
-      // The first sort column's range, when it is a number or a timestamp: what a concatenated
-      // scan order is certified with.
+      // The first sort column's range, when it is a number or a timestamp and never NULL: what
+      // a concatenated scan order is certified with.
       const std::string c = SqlIdentifier(view.spec.sort[0]);
       WEIR_RETURN_IF_ERROR(db->Query(
           "SELECT COALESCE(TRY_CAST(min(" + c + ") AS DOUBLE), epoch_ms(TRY_CAST(min(" + c +
               ") AS TIMESTAMP))::DOUBLE), COALESCE(TRY_CAST(max(" + c +
               ") AS DOUBLE), epoch_ms(TRY_CAST(max(" + c +
-              ") AS TIMESTAMP))::DOUBLE), any_value(typeof(" + c + ")) FROM read_parquet(" +
-              SqlString(path.string()) + ")",
+              ") AS TIMESTAMP))::DOUBLE), any_value(typeof(" + c + ")), count(*) - count(" + c +
+              ") FROM read_parquet(" + SqlString(path.string()) + ")",
           [&](const sql::Row& row) {
             const std::string_view type = row.IsNull(2) ? "" : row.Text(2);
+            if (row.Int(3) != 0) return;  // NULLs sort apart: no range to certify
             const bool ordered_number = type.starts_with("TIMESTAMP") || type == "BIGINT" ||
                                         type == "INTEGER" || type == "DOUBLE" ||
                                         type == "FLOAT" || type == "SMALLINT" ||
