@@ -19,7 +19,7 @@ using BodyWriter = std::function<void(std::string_view chunk)>;
 // A POST /query (src/serve/README.md).
 struct QueryRequest {
   std::string sql;
-  std::string format = "jsonl";  // jsonl, csv or table
+  std::string format = "jsonl";               // jsonl, csv or table
   std::chrono::milliseconds timeout{60'000};  // at most ServerOptions::max_query_time
 };
 

@@ -23,9 +23,9 @@ class LakeService;  // lake_cli.h
 // (ApplicationOptions::services); `on_listening` is told the port once the server listens.
 // With `lake`, also its views (POST /query, GET /views): the lake starts and stops with the
 // server, and <data-dir>/server.json says where it listens.
-std::shared_ptr<RunService> ServeTopicsWhileRunning(
-    ServerOptions options, std::function<void(int port)> on_listening = {},
-    std::shared_ptr<LakeService> lake = nullptr);
+std::shared_ptr<RunService> ServeTopicsWhileRunning(ServerOptions options,
+                                                    std::function<void(int port)> on_listening = {},
+                                                    std::shared_ptr<LakeService> lake = nullptr);
 
 // How a pipeline's refusals name their ways out on the command line: `weir run --reset`,
 // `--data-dir`.

@@ -370,7 +370,8 @@ void PrintDeadLetter(const DemoArgs& args) {
   }
 }
 
-constexpr const char* kClickViews = R"(# The clickstream as a lake view: the topic demo.clicks materialized to Parquet partitions
+constexpr const char* kClickViews =
+    R"(# The clickstream as a lake view: the topic demo.clicks materialized to Parquet partitions
 # (one per hour of appends), queried with SQL by DuckDB.
 views:
   demo_clicks:
@@ -434,8 +435,9 @@ Status PrintLakeView(const DemoArgs& args, const std::filesystem::path& dir) {
   WEIR_RETURN_IF_ERROR(lake->Register(views[0]));
   WEIR_ASSIGN_OR_RETURN(lake::ViewStatus earlier, lake->Describe("demo_clicks"));
   if (!earlier.partitions.empty()) {
-    WEIR_RETURN_IF_ERROR(lake->Rebuild("demo_clicks").WithContext(
-        "the view demo_clicks of an earlier demo beside other views (use another --data-dir)"));
+    WEIR_RETURN_IF_ERROR(lake->Rebuild("demo_clicks")
+                             .WithContext("the view demo_clicks of an earlier demo beside other "
+                                          "views (use another --data-dir)"));
   }
   std::string table;
   WEIR_RETURN_IF_ERROR(WriteQueryResult(*lake, kRevenueSql, QueryFormat::kTable,

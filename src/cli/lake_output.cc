@@ -20,8 +20,8 @@ Result<std::chrono::milliseconds> ParseDurationFlag(const std::string& text,
   Result<std::chrono::milliseconds> duration =
       node.ok() && node->IsScalar() ? node->Duration() : Status::InvalidArgument("");
   if (!duration.ok() || duration->count() <= 0) {
-    return Status::InvalidArgument(std::string(flag) + " takes a duration such as 30s, 1h or 1d, not '" +
-                                   text + "'");
+    return Status::InvalidArgument(std::string(flag) +
+                                   " takes a duration such as 30s, 1h or 1d, not '" + text + "'");
   }
   return duration;
 }
@@ -40,9 +40,8 @@ using Cells = std::vector<std::optional<std::string>>;
 
 // Characters as a terminal counts them (UTF-8 continuation bytes do not).
 size_t DisplayWidth(std::string_view s) {
-  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  }));
+  return static_cast<size_t>(std::count_if(
+      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 void AppendPadded(std::string& out, std::string_view text, size_t width) {
@@ -188,8 +187,8 @@ std::string IsoTime(int64_t ms) {
 
 // 3600000 -> "1h", 90000 -> "90s".
 std::string ShortDuration(int64_t ms) {
-  for (auto [unit, length] : {std::pair{"d", 86'400'000}, {"h", 3'600'000}, {"m", 60'000},
-                              {"s", 1000}}) {
+  for (auto [unit, length] :
+       {std::pair{"d", 86'400'000}, {"h", 3'600'000}, {"m", 60'000}, {"s", 1000}}) {
     if (ms > 0 && ms % length == 0) return std::to_string(ms / length) + unit;
   }
   return std::to_string(ms) + "ms";
@@ -226,7 +225,8 @@ Value SummaryJson(const lake::ViewStatus& status) {
 Value DescriptionJson(const lake::ViewStatus& status) {
   Value view = SummaryJson(status);
   auto definition = Value::Parse(status.view.spec.ToJson());
-  view.Set("definition", definition.ok() ? std::move(*definition) : Value(status.view.spec.ToJson()));
+  view.Set("definition",
+           definition.ok() ? std::move(*definition) : Value(status.view.spec.ToJson()));
   Value::Array columns;
   for (const lake::ViewColumn& c : status.view.columns) {
     columns.push_back(
@@ -284,15 +284,15 @@ Result<Value> ViewsJson(lake::Lake& lake, std::string_view view) {
     Value::Array columns;
     lake::QuerySink sink;
     sink.on_row = [&](std::span<const std::optional<std::string>> cells) {
-      columns.push_back(Value::MakeObject(
-          {{"name", cells[0].value_or("")}, {"type", cells[1].value_or("")}}));
+      columns.push_back(
+          Value::MakeObject({{"name", cells[0].value_or("")}, {"type", cells[1].value_or("")}}));
     };
     lake::QueryOptions options;
     options.update_first = false;
-    Status described = lake.Query(
-        "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM \"" + std::string(view) +
-            "\")",
-        options, sink);
+    Status described =
+        lake.Query("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM \"" +
+                       std::string(view) + "\")",
+                   options, sink);
     json.Set("view_columns", described.ok() ? Value(std::move(columns)) : Value());
     return json;
   }
@@ -339,12 +339,12 @@ void PrintViewDescription(const Value& view) {
   for (const Value& c : record_columns.as_array()) {
     std::printf("  %-30s %s\n", Text(c, "name").c_str(), Text(c, "type").c_str());
   }
-  std::printf("%-9s %-21s %-28s %10s %-24s %-24s %-12s %-6s %10s %-6s %s\n", "partition",
-              "offsets", "span", "rows", "event min", "event max", "sort", "sealed", "bytes",
-              "schema", "file");
+  std::printf("%-9s %-21s %-28s %10s %-24s %-24s %-12s %-6s %10s %-6s %s\n", "partition", "offsets",
+              "span", "rows", "event min", "event max", "sort", "sealed", "bytes", "schema",
+              "file");
   for (const Value& p : view.Find("partition_list")->as_array()) {
-    const std::string offsets = std::to_string(Int(p, "begin_offset")) + "-" +
-                                std::to_string(Int(p, "end_offset"));
+    const std::string offsets =
+        std::to_string(Int(p, "begin_offset")) + "-" + std::to_string(Int(p, "end_offset"));
     const std::string span =
         IsoTime(Int(p, "span_start_ms")).substr(0, 19) + "Z+" + ShortDuration(Int(p, "span_ms"));
     const std::string sort = Text(p, "sort_order").empty() ? "-" : Text(p, "sort_order");

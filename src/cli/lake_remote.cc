@@ -28,7 +28,8 @@ class Socket {
     while (!bytes.empty()) {
       const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Status::IOError(std::string("sending the request: ") + std::strerror(errno));
+      if (n < 0)
+        return Status::IOError(std::string("sending the request: ") + std::strerror(errno));
       bytes.remove_prefix(static_cast<size_t>(n));
     }
     return Status::OK();
@@ -103,7 +104,7 @@ Result<Socket*> Connect(const std::string& listen, std::unique_ptr<Socket>& out)
 Status ServerError(int http_status, const std::string& body) {
   auto json = Value::Parse(body);
   const std::string message(json.ok() && json->GetString("error") ? *json->GetString("error")
-                                                                   : std::string_view(body));
+                                                                  : std::string_view(body));
   const std::string_view code_name =
       json.ok() ? json->GetString("code").value_or(std::string_view()) : std::string_view();
   for (int c = static_cast<int>(StatusCode::kInvalidArgument);
@@ -205,7 +206,8 @@ Status Ask(Socket& socket, const std::string& listen, const RemoteRequest& reque
     WEIR_ASSIGN_OR_RETURN(std::string header, socket.Line());
     if (header.empty()) break;
     for (char& c : header) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    chunked |= header.starts_with("transfer-encoding:") && header.find("chunked") != std::string::npos;
+    chunked |=
+        header.starts_with("transfer-encoding:") && header.find("chunked") != std::string::npos;
   }
   if (http_status == 200 && chunked) {
     HoldLastLine body(on_body);

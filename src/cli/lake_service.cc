@@ -47,7 +47,8 @@ void LakeService::Stop() {
 Result<lake::Lake*> LakeService::lake() const {
   if (!lake_) {
     return Status::FailedPrecondition(
-        "data directory " + data_dir_ + " has no views: declare them in a views: key of the "
+        "data directory " + data_dir_ +
+        " has no views: declare them in a views: key of the "
         "pipeline file, or stop this process and register them with `weir views create FILE`");
   }
   return lake_.get();
@@ -78,7 +79,8 @@ Result<std::vector<lake::ViewSpec>> ViewsBesideThePipeline(const std::string& pa
   WEIR_ASSIGN_OR_RETURN(std::vector<lake::ViewSpec> views, lake::ParseViewsFile(*text, path));
   WEIR_ASSIGN_OR_RETURN(ConfigNode top, ConfigNode::Parse(*text, path));
   if (!views.empty() && !top.Get("source") && !top.Get("streams")) {
-    return Status::InvalidArgument(path + " declares views but no pipeline (no source: or "
+    return Status::InvalidArgument(path +
+                                   " declares views but no pipeline (no source: or "
                                    "streams:): register its views with `weir views create " +
                                    path + "`");
   }

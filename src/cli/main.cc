@@ -220,8 +220,9 @@ std::vector<Command> AddLakeCommands(CLI::App& app, Arguments& args) {
   AddHolderToken(describe_cmd, views.token);
   CLI::App* rebuild_cmd = AddViewCommand(
       views_cmd, "rebuild", "Write every partition of a view again from the log", args);
-  CLI::App* merge_cmd = AddViewCommand(
-      views_cmd, "merge", "Merge a view's sealed partitions into partitions of a longer span", args);
+  CLI::App* merge_cmd =
+      AddViewCommand(views_cmd, "merge",
+                     "Merge a view's sealed partitions into partitions of a longer span", args);
   merge_cmd->add_option("--span", views.span, "Span of a merged partition (30s, 1h, 1d, ...)")
       ->capture_default_str();
 

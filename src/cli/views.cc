@@ -55,10 +55,11 @@ int ShowViews(const ViewsArgs& args, const std::string& view,
       },
       [&]() -> Status {
         std::string body;
-        WEIR_RETURN_IF_ERROR(AskHolder(
-            args.data_dir, {.method = "GET", .target = view.empty() ? "/views" : "/views/" + view,
-                            .token = args.token},
-            [&](std::string_view chunk) { body.append(chunk); }));
+        WEIR_RETURN_IF_ERROR(AskHolder(args.data_dir,
+                                       {.method = "GET",
+                                        .target = view.empty() ? "/views" : "/views/" + view,
+                                        .token = args.token},
+                                       [&](std::string_view chunk) { body.append(chunk); }));
         auto json = Value::Parse(body);
         if (!json.ok()) return json.status().WithContext("the server's answer");
         print(*json);
@@ -66,11 +67,15 @@ int ShowViews(const ViewsArgs& args, const std::string& view,
       });
 }
 
+// What a rebuild or a merge wrote (a merge reads files, not records: no rows counted).
 std::string Figures(const lake::MaterializeFigures& f) {
-  return std::to_string(f.partitions) + " partitions written, " + std::to_string(f.rows) +
-         " rows from " + std::to_string(f.records) + " records, " + std::to_string(f.bytes) +
-         " bytes" +
-         (f.dead_letters > 0 ? ", " + std::to_string(f.dead_letters) + " dead letters" : "");
+  std::string out = std::to_string(f.partitions) + " partitions written, ";
+  if (f.records > 0) {
+    out += std::to_string(f.rows) + " rows from " + std::to_string(f.records) + " records, ";
+  }
+  out += std::to_string(f.bytes) + " bytes";
+  if (f.dead_letters > 0) out += ", " + std::to_string(f.dead_letters) + " dead letters";
+  return out;
 }
 
 }  // namespace
@@ -81,23 +86,22 @@ int ViewsCreate(const ViewsArgs& args) {
   auto views = lake::ParseViewsFile(*text, args.file);
   if (!views.ok()) return Fail(views.status());
   if (views->empty()) {
-    return Fail(Status::InvalidArgument(args.file +
-                                        " has no views: key (views: {NAME: {topic: TOPIC}})"));
+    return Fail(
+        Status::InvalidArgument(args.file + " has no views: key (views: {NAME: {topic: TOPIC}})"));
   }
   return WithLake(args.data_dir, [&](LocalLake& opened) {
     for (const lake::ViewSpec& view : *views) {
       const std::vector<lake::CatalogView> before = opened.lake->Views();
-      auto old = std::find_if(before.begin(), before.end(), [&](const lake::CatalogView& v) {
-        return v.spec.name == view.name;
-      });
+      auto old = std::find_if(before.begin(), before.end(),
+                              [&](const lake::CatalogView& v) { return v.spec.name == view.name; });
       WEIR_RETURN_IF_ERROR(opened.lake->Register(view));
-      const char* what = old == before.end()       ? "registered"
+      const char* what = old == before.end() ? "registered"
                          : old->spec == view ? "kept (unchanged)"
                                              : "replaced (partitions of the old definition are "
                                                "stale until rebuilt by the next update)";
-      std::printf("view %s on topic %s: %s%s\n", view.name.c_str(), view.topic.c_str(), what,
-                  opened.local.log->GetTopic(view.topic).ok() ? ""
-                                                              : "; the topic does not exist yet");
+      std::printf(
+          "view %s on topic %s: %s%s\n", view.name.c_str(), view.topic.c_str(), what,
+          opened.local.log->GetTopic(view.topic).ok() ? "" : "; the topic does not exist yet");
     }
     return Status::OK();
   });
@@ -145,10 +149,10 @@ int Query(const QueryArgs& args) {
       [&] {
         const Value body = Value::MakeObject(
             {{"sql", args.sql}, {"format", args.format}, {"timeout_ms", timeout->count()}});
-        return AskHolder(args.data_dir,
-                         {.method = "POST", .target = "/query", .body = body.ToJson(),
-                          .token = args.token},
-                         WriteOut);
+        return AskHolder(
+            args.data_dir,
+            {.method = "POST", .target = "/query", .body = body.ToJson(), .token = args.token},
+            WriteOut);
       });
 }
 

@@ -212,7 +212,8 @@ std::variant<QueryRequest, std::string> ParseQueryBody(std::string_view body,
       } else if (name == "format" && value.is_string()) {
         request.format = std::string_view(value.get_string().value_unsafe());
       } else if (name == "timeout_ms" && value.is_int64() && value.get_int64().value_unsafe() > 0) {
-        request.timeout = std::min(max_time, std::chrono::milliseconds(value.get_int64().value_unsafe()));
+        request.timeout =
+            std::min(max_time, std::chrono::milliseconds(value.get_int64().value_unsafe()));
       } else if (name == "sql" || name == "format" || name == "timeout_ms") {
         return "\"" + std::string(name) + "\" must be " +
                (name == "timeout_ms" ? "a positive integer" : "a string");

@@ -106,9 +106,9 @@ TEST(ParseTarget, QueryWithFormatAndViewsWithOrWithoutAName) {
 }
 
 TEST(ParseTarget, UnknownPathIsNotFound) {
-  for (std::string_view target : {"/", "", "*", "/topics/", "/health/", "/streams", "/stream/t",
-                                  "/publishx/t", "streams/t", "/Topics", "http://host/topics",
-                                  "/query/", "/queryx", "/viewsx"}) {
+  for (std::string_view target :
+       {"/", "", "*", "/topics/", "/health/", "/streams", "/stream/t", "/publishx/t", "streams/t",
+        "/Topics", "http://host/topics", "/query/", "/queryx", "/viewsx"}) {
     TargetError e = Refused(target);
     EXPECT_EQ(e.kind, TargetError::Kind::kNotFound) << target;
     EXPECT_EQ(e.param, "path") << target;

@@ -120,8 +120,8 @@ class BodyStream {
   const std::chrono::milliseconds patience_;
   std::mutex mu_;
   std::condition_variable drained_;
-  std::string buffer_;   // written, not yet taken
-  size_t pending_ = 0;   // written, not yet on the socket
+  std::string buffer_;  // written, not yet taken
+  size_t pending_ = 0;  // written, not yet on the socket
   bool closed_ = false;
   bool take_posted_ = false;
 };
@@ -1341,17 +1341,16 @@ void HttpRequests::Query() {
   QueryRequest query = std::get<QueryRequest>(std::move(parsed));
   std::string content_type(ContentTypeOf(query.format));
   StartStream(std::move(content_type),
-              [handler = options.query_handler, query = std::move(query)](
-                  const BodyWriter& write) { return handler(query, write); });
+              [handler = options.query_handler, query = std::move(query)](const BodyWriter& write) {
+                return handler(query, write);
+              });
 }
 
 void HttpRequests::Views() {
   const ServerOptions& options = server_.options();
   if (!MayAsk(bool(options.views_handler), http::verb::get, "get_views")) return;
-  StartStream("application/json",
-              [handler = options.views_handler, view = target_.topic](const BodyWriter& write) {
-                return handler(view, write);
-              });
+  StartStream("application/json", [handler = options.views_handler, view = target_.topic](
+                                      const BodyWriter& write) { return handler(view, write); });
 }
 
 void HttpRequests::StartStream(std::string content_type,

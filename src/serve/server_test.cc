@@ -1103,8 +1103,7 @@ TEST_F(ServerQuery, RowsAreStreamedInTheFormatAsked) {
   auto plain = HttpClient(port_).Post("/query", "SELECT n FROM t");
   EXPECT_EQ(plain.status, 200);
   EXPECT_EQ(plain.body, Rows(3));
-  auto json =
-      HttpClient(port_).Post("/query?format=table", R"({"sql":"SELECT 1","format":"csv"})");
+  auto json = HttpClient(port_).Post("/query?format=table", R"({"sql":"SELECT 1","format":"csv"})");
   EXPECT_EQ(json.status, 200);
   auto param = HttpClient(port_).Post("/query?format=csv", "SELECT 2");
   EXPECT_EQ(param.status, 200);
@@ -1163,8 +1162,7 @@ TEST_F(ServerQuery, AFailureBeforeAnyRowIs400AndAfterRowsEndsTheStream) {
   const std::string error =
       R"({"error":"stopped after its time limit","code":"Resource exhausted"})";
   EXPECT_NE(answer.find(Rows(2)), std::string::npos) << answer;
-  EXPECT_TRUE(answer.ends_with(error + "\n\r\n0\r\nX-Weir-Error: " + error + "\r\n\r\n"))
-      << answer;
+  EXPECT_TRUE(answer.ends_with(error + "\n\r\n0\r\nX-Weir-Error: " + error + "\r\n\r\n")) << answer;
   auto beast = HttpClient(port_).Post("/query", "SELECT 1");
   EXPECT_EQ(beast.status, 200);
   EXPECT_EQ(beast.body, Rows(2) + error + "\n");
@@ -1176,8 +1174,8 @@ TEST_F(ServerQuery, RefusalsHaveTheirStatus) {
   EXPECT_EQ(HttpClient(port_).Request(http::verb::get, "/views").status, 404);
   server_.reset();
 
-  ServerOptions options = WithRows(1, Status::OK(), {.max_frame_bytes = 1024,
-                                                      .subscribe_token = "s3cret"});
+  ServerOptions options =
+      WithRows(1, Status::OK(), {.max_frame_bytes = 1024, .subscribe_token = "s3cret"});
   options.views_handler = [](std::string_view view, const BodyWriter& write) {
     if (!view.empty() && view != "clicks") return Status::NotFound("no lake view named 'x'");
     write(view.empty() ? R"([{"name":"clicks"}])" : R"({"name":"clicks"})");
@@ -1192,7 +1190,8 @@ TEST_F(ServerQuery, RefusalsHaveTheirStatus) {
   EXPECT_EQ(get.status, 405);
   EXPECT_EQ(get.body, R"({"error":"post_a_query"})");
   EXPECT_EQ(HttpClient(port_).Post("/views", "", bearer).status, 405);
-  auto too_big = HttpClient(port_).Post("/query", "SELECT '" + std::string(2000, 'x') + "'", bearer);
+  auto too_big =
+      HttpClient(port_).Post("/query", "SELECT '" + std::string(2000, 'x') + "'", bearer);
   EXPECT_EQ(too_big.status, 413);
   EXPECT_EQ(too_big.body, R"({"error":"too_big","max":1024})");
   auto bad_format = HttpClient(port_).Post("/query?format=xml", "SELECT 1", bearer);
@@ -1224,8 +1223,10 @@ TEST_F(ServerQuery, BeyondMaxQueriesIs503AndTheEventLoopIsNotBlocked) {
     return Status::OK();
   };
   StartServer(options);
-  auto first = std::async(std::launch::async, [&] { return HttpClient(port_).Post("/query", "1"); });
-  auto second = std::async(std::launch::async, [&] { return HttpClient(port_).Post("/query", "2"); });
+  auto first =
+      std::async(std::launch::async, [&] { return HttpClient(port_).Post("/query", "1"); });
+  auto second =
+      std::async(std::launch::async, [&] { return HttpClient(port_).Post("/query", "2"); });
   ASSERT_TRUE(Eventually([&] { return running == 2; }));
   auto third = HttpClient(port_).Post("/query", "3");
   EXPECT_EQ(third.status, 503);
