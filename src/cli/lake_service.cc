@@ -20,7 +20,10 @@ Status LakeService::Start(log::LogStore& log,
   options.on_progress = progress_;
   WEIR_ASSIGN_OR_RETURN(lake_, lake::Lake::Open(log, std::move(options)));
   for (const lake::ViewSpec& view : views_) {
-    WEIR_RETURN_IF_ERROR(lake_->Register(view));
+    if (Status registered = lake_->Register(view); !registered.ok()) {
+      lake_.reset();  // Stop is not called after a failed Start
+      return registered;
+    }
   }
   const size_t registered = lake_->Views().size();
   if (registered > 0) {

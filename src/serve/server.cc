@@ -1577,28 +1577,32 @@ bool Server::Impl::StartJob(std::shared_ptr<BodyStream> stream,
                             std::function<Status(const BodyWriter&)> job) {
   if (static_cast<int64_t>(jobs_.size()) >= options_.max_queries) return false;
   const uint64_t id = next_job_++;
-  jobs_.emplace(id, std::thread([this, id, stream = std::move(stream),
-                                 connection = std::move(connection), job = std::move(job)] {
-                  const BodyWriter write = [&stream](std::string_view chunk) {
-                    stream->Write(chunk);
-                  };
-                  Status status;
-                  try {
-                    status = job(write);
-                  } catch (const std::exception& e) {
-                    status = Status::Internal(std::string("query handler failed: ") + e.what());
-                  }
-                  asio::post(io_, [this, id, connection, status = std::move(status)] {
-                    auto it = jobs_.find(id);
-                    if (it != jobs_.end()) {
-                      it->second.join();  // it has posted this: its end is near
-                      jobs_.erase(it);
-                    }
-                    if (auto c = connection.lock(); c && !c->destroyed()) {
-                      c->http().OnStreamEnd(status);
-                    }
-                  });
-                }));
+  std::thread thread;
+  try {
+    thread = std::thread([this, id, stream = std::move(stream), connection = std::move(connection),
+                          job = std::move(job)] {
+      const BodyWriter write = [&stream](std::string_view chunk) { stream->Write(chunk); };
+      Status status;
+      try {
+        status = job(write);
+      } catch (const std::exception& e) {
+        status = Status::Internal(std::string("query handler failed: ") + e.what());
+      }
+      asio::post(io_, [this, id, connection, status = std::move(status)] {
+        auto it = jobs_.find(id);
+        if (it != jobs_.end()) {
+          it->second.join();  // it has posted this: its end is near
+          jobs_.erase(it);
+        }
+        if (auto c = connection.lock(); c && !c->destroyed()) {
+          c->http().OnStreamEnd(status);
+        }
+      });
+    });
+  } catch (const std::system_error&) {
+    return false;  // no thread to be had: as busy as max_queries
+  }
+  jobs_.emplace(id, std::move(thread));
   return true;
 }
 
