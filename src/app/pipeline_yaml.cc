@@ -161,8 +161,11 @@ Result<std::unique_ptr<Application>> LoadPipelineText(const std::string& text,
   const KindRegistry& kinds = overrides.kinds != nullptr ? *overrides.kinds : kBuiltin;
   const YamlContext context{base_dir};
   WEIR_ASSIGN_OR_RETURN(ConfigNode top, ConfigNode::Parse(text, file_name));
-  std::vector<std::string_view> keys = {"name",  "source",     "streams", "steps",      "sink",
-                                        "sinks", "checkpoint", "workers", "partitions", "fsync"};
+  // `views:` belongs to the lake (src/lake/view.h): a file may declare its views beside its
+  // pipeline, and `weir run` registers them.
+  std::vector<std::string_view> keys = {"name",       "source", "streams",    "steps",
+                                        "sink",       "sinks",  "checkpoint", "workers",
+                                        "partitions", "fsync",  "views"};
   for (const dataflow::JoinKind& kind : kinds.joins()) keys.push_back(kind.name);
   WEIR_RETURN_IF_ERROR(top.OnlyKeys(keys));
   WEIR_ASSIGN_OR_RETURN(ApplicationOptions options,

@@ -27,6 +27,8 @@
 //                 version, connect, files, limits: {...}, deadline_ms, retries, ...}
 //                                              # keyed process function (src/process/README.md)
 //   sink: {file: out.jsonl}         # or {topic: name, partitions: N}, {stdout: true}; or sinks:
+//   views: {...}                    # lake views of topics (src/lake/view.h): `weir run`
+//                                   # registers them; the loader leaves them alone
 //
 // Joins (weir/join.h) start from named streams instead of `source`, each {source, steps}:
 //   streams: {camera: {source: {...}}, lidar: {source: {...}, steps: [...]}, imu: {...}}

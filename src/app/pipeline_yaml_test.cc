@@ -28,6 +28,14 @@ TEST(PipelineYaml, UnknownTopLevelKeyIsNamedWithTheChoices) {
   EXPECT_NE(e.find("(line 3"), std::string::npos) << e;
 }
 
+// `views:` is the lake's (src/lake/view.h): a pipeline file may carry it, and the loader leaves
+// it to `weir run`.
+TEST(PipelineYaml, AViewsKeyBesideThePipelineIsLeftAlone) {
+  EXPECT_EQ(ErrorOf(std::string(kSource) +
+                    "sink: {stdout: true}\nviews: {clicks: {topic: clicks, whatever: [1]}}\n"),
+            "");
+}
+
 TEST(PipelineYaml, WrongTypeNamesThePathExpectedAndFound) {
   std::string e = ErrorOf(std::string(kSource) + "sink: {stdout: true}\nworkers: [1, 2]\n");
   EXPECT_NE(e.find("p.yaml: workers: expected an integer, found a list (line 3, column 10)"),

@@ -17,10 +17,15 @@ namespace weir::cli {
 // The kinds a pipeline file may name: the engine's, the Nexmark source and the NATS connector.
 const dataflow::KindRegistry& PipelineKinds();
 
+class LakeService;  // lake_cli.h
+
 // Serves the data directory's topics over HTTP + WebSocket while an application runs
 // (ApplicationOptions::services); `on_listening` is told the port once the server listens.
-std::shared_ptr<RunService> ServeTopicsWhileRunning(
-    ServerOptions options, std::function<void(int port)> on_listening = {});
+// With `lake`, also its views (POST /query, GET /views): the lake starts and stops with the
+// server, and <data-dir>/server.json says where it listens.
+std::shared_ptr<RunService> ServeTopicsWhileRunning(ServerOptions options,
+                                                    std::function<void(int port)> on_listening = {},
+                                                    std::shared_ptr<LakeService> lake = nullptr);
 
 // How a pipeline's refusals name their ways out on the command line: `weir run --reset`,
 // `--data-dir`.
@@ -144,6 +149,32 @@ int BenchWindows(const BenchArgs& args);
 int BenchJoin(const BenchArgs& args);
 int BenchNexmark(const BenchArgs& args);
 int BenchProcess(const BenchArgs& args);
+
+// --- The lake: `weir views ...` and `weir query` (views.cc) --------------------------------------
+
+struct ViewsArgs {
+  std::string data_dir;
+  std::string file;         // create: a YAML file with a `views:` map
+  std::string name;         // describe, rebuild, merge
+  std::string span = "1d";  // merge: the span of a merged partition
+  std::string token;        // list, describe: the subscribe token of the directory's holder
+};
+int ViewsCreate(const ViewsArgs& args);
+int ViewsList(const ViewsArgs& args);
+int ViewsDescribe(const ViewsArgs& args);
+int ViewsRebuild(const ViewsArgs& args);
+int ViewsMerge(const ViewsArgs& args);
+
+struct QueryArgs {
+  std::string sql;
+  std::string data_dir;
+  std::string format = "table";  // table, jsonl or csv
+  std::string timeout = "60s";
+  std::string token;  // the subscribe token of the directory's holder
+};
+// Runs one read-only SQL query over the lake's views; asks the process holding the data
+// directory (POST /query) if there is one.
+int Query(const QueryArgs& args);
 
 // Ctrl-C / SIGTERM: the first asks `on_stop` to stop cleanly; the second exits at once.
 void InstallStopHandler(std::function<void()> on_stop);

@@ -30,6 +30,8 @@ struct Arguments {
   ConsumeArgs consume;
   TopicArgs topics;
   BenchArgs bench;
+  ViewsArgs views;
+  QueryArgs query;
 };
 
 // A (sub)command and what runs when it is the one parsed; main runs the first that was.
@@ -179,6 +181,69 @@ std::vector<Command> AddTopicsCommands(CLI::App& app, Arguments& args) {
   return {WithDataDir(create_cmd, args, topics, TopicsCreate),
           WithDataDir(list_cmd, args, topics, TopicsList),
           WithDataDir(describe_cmd, args, topics, TopicsDescribe)};
+}
+
+// --- The lake: `views create|list|describe|rebuild|merge` and `query` ---------------------------
+
+// The subscribe token that `views list|describe` and `query` give the server of the process
+// holding the data directory, when they ask it.
+void AddHolderToken(CLI::App* cmd, std::string& token) {
+  cmd->add_option("--token", token,
+                  "Subscribe token of the server of the process holding the data directory")
+      ->envname("WEIR_TOKEN");
+}
+
+// A `views` subcommand that names a view.
+CLI::App* AddViewCommand(CLI::App* views_cmd, const std::string& name, const std::string& help,
+                         Arguments& args) {
+  CLI::App* cmd = views_cmd->add_subcommand(name, help);
+  cmd->add_option("name", args.views.name, "View")->required();
+  AddDataDir(cmd, args);
+  return cmd;
+}
+
+std::vector<Command> AddLakeCommands(CLI::App& app, Arguments& args) {
+  ViewsArgs& views = args.views;
+  CLI::App* views_cmd = app.add_subcommand(
+      "views", "Views of topics materialized to Parquet (the lake): create, list, describe, ...");
+  views_cmd->require_subcommand(1);
+  CLI::App* create_cmd =
+      views_cmd->add_subcommand("create", "Register the views of a YAML file's views: map");
+  create_cmd->add_option("file", views.file, "YAML file with a views: map")->required();
+  AddDataDir(create_cmd, args);
+  CLI::App* list_cmd = views_cmd->add_subcommand(
+      "list", "One line per view: topic, partitions, rows, bytes, stale partitions");
+  AddDataDir(list_cmd, args);
+  AddHolderToken(list_cmd, views.token);
+  CLI::App* describe_cmd = AddViewCommand(
+      views_cmd, "describe", "A view's definition, columns, schema hash and live partitions", args);
+  AddHolderToken(describe_cmd, views.token);
+  CLI::App* rebuild_cmd = AddViewCommand(
+      views_cmd, "rebuild", "Write every partition of a view again from the log", args);
+  CLI::App* merge_cmd =
+      AddViewCommand(views_cmd, "merge",
+                     "Merge a view's sealed partitions into partitions of a longer span", args);
+  merge_cmd->add_option("--span", views.span, "Span of a merged partition (30s, 1h, 1d, ...)")
+      ->capture_default_str();
+
+  QueryArgs& query = args.query;
+  CLI::App* query_cmd = app.add_subcommand(
+      "query", "Run one read-only SQL query over the views (brought up to date first)");
+  query_cmd->add_option("sql", query.sql, "SELECT ... (views by name)")->required();
+  query_cmd->add_option("--format", query.format, "table, jsonl or csv")
+      ->check(CLI::IsMember({"table", "jsonl", "csv"}))
+      ->capture_default_str();
+  query_cmd->add_option("--timeout", query.timeout, "Time limit (30s, 5m, ...)")
+      ->capture_default_str();
+  AddDataDir(query_cmd, args);
+  AddHolderToken(query_cmd, query.token);
+
+  return {WithDataDir(create_cmd, args, views, ViewsCreate),
+          WithDataDir(list_cmd, args, views, ViewsList),
+          WithDataDir(describe_cmd, args, views, ViewsDescribe),
+          WithDataDir(rebuild_cmd, args, views, ViewsRebuild),
+          WithDataDir(merge_cmd, args, views, ViewsMerge),
+          WithDataDir(query_cmd, args, query, Query)};
 }
 
 // `bench log` and `bench pipeline`.
@@ -352,7 +417,8 @@ int main(int argc, char** argv) {
   Arguments args;
   std::vector<Command> commands;
   // In this order: it is the order of `weir --help`.
-  for (auto add : {AddPipelineCommands, AddRecordCommands, AddTopicsCommands, AddBenchCommands}) {
+  for (auto add : {AddPipelineCommands, AddRecordCommands, AddTopicsCommands, AddLakeCommands,
+                   AddBenchCommands}) {
     for (Command& command : add(app, args)) commands.push_back(std::move(command));
   }
 

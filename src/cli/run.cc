@@ -4,6 +4,7 @@
 
 #include "app/pipeline_yaml.h"
 #include "cli/commands.h"
+#include "cli/lake_cli.h"
 #include "connectors/nats/jetstream_kind.h"
 #include "dataflow/builtin_kinds.h"
 #include "nexmark/source.h"
@@ -57,7 +58,16 @@ int Run(const RunArgs& args) {
   overrides.kinds = &PipelineKinds();
   auto serve = args.serve.Resolve();
   if (!serve.ok()) return Fail(serve.status());
-  if (*serve) overrides.services.push_back(ServeTopicsWhileRunning(**serve));
+  // The file's views are registered and, with those registered before, kept up to date while
+  // the pipeline runs (and answer queries through the server).
+  auto views = ViewsBesideThePipeline(args.pipeline);
+  if (!views.ok()) return Fail(views.status());
+  auto lake = std::make_shared<LakeService>(args.data_dir, std::move(views).value());
+  if (*serve) {
+    overrides.services.push_back(ServeTopicsWhileRunning(**serve, {}, std::move(lake)));
+  } else {
+    overrides.services.push_back(std::move(lake));
+  }
   auto app = app::LoadPipelineFile(args.pipeline, overrides);
   if (!app.ok()) return Fail(app.status());
   if (args.reset) {

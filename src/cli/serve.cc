@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/lake_cli.h"
 #include "cli/local_log.h"
 #include "serve/server.h"
 
@@ -31,34 +32,64 @@ Result<std::optional<ServerOptions>> ServeFlags::Resolve() const {
 
 namespace {
 
-// Serves the data directory's topics while a pipeline runs on it.
+// Serves the data directory's topics while a pipeline runs on it (or while `weir serve` does),
+// and with a lake, its views: the lake starts before the server and stops after it, so that no
+// query outlives it.
 class ServeWhileRunning : public RunService {
  public:
-  ServeWhileRunning(ServerOptions options, std::function<void(int port)> on_listening)
-      : options_(std::move(options)), on_listening_(std::move(on_listening)) {}
+  ServeWhileRunning(ServerOptions options, std::function<void(int port)> on_listening,
+                    std::shared_ptr<LakeService> lake)
+      : options_(std::move(options)),
+        on_listening_(std::move(on_listening)),
+        lake_(std::move(lake)) {}
 
   Status Start(log::LogStore& log,
                const std::function<void(const std::string&)>& progress) override {
-    WEIR_ASSIGN_OR_RETURN(server_, serve::Server::Start(log, options_));
+    if (lake_) {
+      WEIR_RETURN_IF_ERROR(lake_->Start(log, progress));
+      LakeService::Serve(lake_, options_);
+    }
+    auto server = serve::Server::Start(log, options_);
+    if (!server.ok()) {
+      if (lake_) lake_->Stop();
+      return server.status();
+    }
+    server_ = std::move(server).value();
     const std::string& listen = options_.listen;
-    progress("serving the topics on http://" + listen.substr(0, listen.rfind(':')) + ":" +
-             std::to_string(server_->port()) + " (ws://.../streams/TOPIC)");
+    const std::string host = listen.substr(0, listen.rfind(':'));
+    progress("serving the topics" + (lake_ ? " of " + lake_->data_dir() : std::string()) +
+             " on http://" + host + ":" + std::to_string(server_->port()) +
+             " (ws://.../streams/TOPIC, /publish/TOPIC" + (lake_ ? ", POST /query)" : ")"));
+    if (lake_) {
+      if (Status written = WriteServerFile(lake_->data_dir(), host, server_->port());
+          !written.ok()) {
+        progress("`weir query` will not find this server: " + written.message());
+      }
+    }
     if (on_listening_) on_listening_(server_->port());
     return Status::OK();
   }
-  void Stop() override { server_.reset(); }  // closes every connection
+
+  void Stop() override {
+    if (lake_) RemoveServerFile(lake_->data_dir());
+    server_.reset();  // closes every connection; running queries end
+    if (lake_) lake_->Stop();
+  }
 
  private:
   ServerOptions options_;
   std::function<void(int port)> on_listening_;
+  std::shared_ptr<LakeService> lake_;
   std::unique_ptr<serve::Server> server_;
 };
 
 }  // namespace
 
 std::shared_ptr<RunService> ServeTopicsWhileRunning(ServerOptions options,
-                                                    std::function<void(int port)> on_listening) {
-  return std::make_shared<ServeWhileRunning>(std::move(options), std::move(on_listening));
+                                                    std::function<void(int port)> on_listening,
+                                                    std::shared_ptr<LakeService> lake) {
+  return std::make_shared<ServeWhileRunning>(std::move(options), std::move(on_listening),
+                                             std::move(lake));
 }
 
 int Serve(const ServeArgs& args) {
@@ -72,15 +103,15 @@ int Serve(const ServeArgs& args) {
     return Fail(Status::InvalidArgument("weir serve needs an address, not --listen off"));
   auto local = LocalLog::Open(args.data_dir, args.fsync);
   if (!local.ok()) return Fail(local.status());
-  auto server = serve::Server::Start(*local->log, **options);
-  if (!server.ok()) return Fail(server.status());
-  const std::string& listen = (*options)->listen;
-  std::fprintf(stderr,
-               "weir: serving %s on http://%s:%u (ws://.../streams/TOPIC, /publish/TOPIC)\n",
-               args.data_dir.c_str(), listen.substr(0, listen.rfind(':')).c_str(),
-               static_cast<unsigned>((*server)->port()));
+  // The views registered in the data directory are kept up to date and answer queries.
+  auto service = ServeTopicsWhileRunning(
+      **options, {}, std::make_shared<LakeService>(args.data_dir, std::vector<lake::ViewSpec>{}));
+  Status started = service->Start(*local->log, [](const std::string& line) {
+    std::fprintf(stderr, "weir: %s\n", line.c_str());
+  });
+  if (!started.ok()) return Fail(started);
   while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  server->reset();  // closes every connection before the log closes
+  service->Stop();  // closes every connection before the log closes
   std::fprintf(stderr, "weir: stopped serving\n");
   return 0;
 }

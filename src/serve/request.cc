@@ -1,5 +1,7 @@
 #include "serve/request.h"
 
+#include <algorithm>
+
 #include "core/names.h"
 #include "core/parse.h"
 #include "simdjson.h"
@@ -11,6 +13,7 @@ namespace {
 
 constexpr std::string_view kStreamsPrefix = "/streams/";
 constexpr std::string_view kPublishPrefix = "/publish/";
+constexpr std::string_view kViewsPrefix = "/views/";
 
 TargetError BadRequest(std::string param, std::string detail) {
   return {TargetError::Kind::kBadRequest, std::move(param), std::move(detail)};
@@ -73,6 +76,18 @@ std::variant<Target, TargetError> ParseTarget(std::string_view target) {
     t.endpoint = Endpoint::kTopics;
   } else if (path == "/health") {
     t.endpoint = Endpoint::kHealth;
+  } else if (path == "/query") {
+    t.endpoint = Endpoint::kQuery;
+  } else if (path == "/views" || path.starts_with(kViewsPrefix)) {
+    t.endpoint = Endpoint::kViews;
+    if (path != "/views") {
+      const std::string_view view = path.substr(kViewsPrefix.size());
+      if (!CheckName(view, "view name").ok()) {
+        return BadRequest("path", "a view name is 1-" + std::to_string(kMaxNameLength) +
+                                      " characters of [A-Za-z0-9._-], not . or ..");
+      }
+      t.topic.assign(view);
+    }
   } else if (path.starts_with(kStreamsPrefix) || path.starts_with(kPublishPrefix)) {
     t.endpoint = path.starts_with(kStreamsPrefix) ? Endpoint::kStreams : Endpoint::kPublish;
     const std::string_view topic = path.substr(kStreamsPrefix.size());
@@ -87,7 +102,8 @@ std::variant<Target, TargetError> ParseTarget(std::string_view target) {
 
   const bool takes_partition = t.endpoint == Endpoint::kStreams || t.endpoint == Endpoint::kPublish;
   const bool takes_offset = t.endpoint == Endpoint::kStreams;
-  bool seen_partition = false, seen_offset = false;
+  const bool takes_format = t.endpoint == Endpoint::kQuery;
+  bool seen_partition = false, seen_offset = false, seen_format = false;
   std::string value;
   size_t pos = 0;
   while (pos <= query.size() && !query.empty()) {
@@ -106,6 +122,8 @@ std::variant<Target, TargetError> ParseTarget(std::string_view target) {
       seen = &seen_partition;
     } else if (name == "offset" && takes_offset) {
       seen = &seen_offset;
+    } else if (name == "format" && takes_format) {
+      seen = &seen_format;
     } else if (name != "token") {
       return BadRequest(std::string(name), "unknown parameter for this endpoint");
     }
@@ -122,7 +140,9 @@ std::variant<Target, TargetError> ParseTarget(std::string_view target) {
     }
     *seen = true;
     uint64_t number = 0;
-    if (name == "partition") {
+    if (name == "format") {
+      t.format = value;
+    } else if (name == "partition") {
       if (!ParseDecimal(value, 10, INT32_MAX, number)) {
         return BadRequest("partition", "a partition is a decimal number below 2^31");
       }
@@ -171,6 +191,46 @@ std::variant<std::vector<std::string_view>, BodyError> SplitPublishBody(std::str
     values.push_back(line);
   }
   return values;
+}
+
+std::variant<QueryRequest, std::string> ParseQueryBody(std::string_view body,
+                                                       const std::optional<std::string>& format,
+                                                       std::chrono::milliseconds max_time) {
+  QueryRequest request;
+  request.timeout = max_time;
+  if (format) request.format = *format;
+  const std::string_view whole = TrimJsonSpace(body);
+  if (!whole.empty() && whole.front() == '{') {
+    simdjson::dom::parser parser;
+    simdjson::dom::object object;
+    if (auto error = parser.parse(whole.data(), whole.size()).get_object().get(object)) {
+      return std::string("the body is not a JSON object: ") + simdjson::error_message(error);
+    }
+    for (auto [name, value] : object) {
+      if (name == "sql" && value.is_string()) {
+        request.sql = std::string_view(value.get_string().value_unsafe());
+      } else if (name == "format" && value.is_string()) {
+        request.format = std::string_view(value.get_string().value_unsafe());
+      } else if (name == "timeout_ms" && value.is_int64() && value.get_int64().value_unsafe() > 0) {
+        request.timeout =
+            std::min(max_time, std::chrono::milliseconds(value.get_int64().value_unsafe()));
+      } else if (name == "sql" || name == "format" || name == "timeout_ms") {
+        return "\"" + std::string(name) + "\" must be " +
+               (name == "timeout_ms" ? "a positive integer" : "a string");
+      } else {
+        return "unknown member \"" + std::string(name) + "\" (sql, format, timeout_ms)";
+      }
+    }
+  } else {
+    request.sql = whole;
+  }
+  if (TrimJsonSpace(request.sql).empty()) {
+    return std::string("no query: the body is the SQL text, or {\"sql\": \"...\"}");
+  }
+  if (request.format != "jsonl" && request.format != "csv" && request.format != "table") {
+    return "format must be jsonl, csv or table, not '" + request.format + "'";
+  }
+  return request;
 }
 
 std::optional<std::string_view> BearerToken(std::string_view authorization_header) {

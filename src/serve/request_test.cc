@@ -90,9 +90,25 @@ TEST(ParseTarget, TopicsAndHealth) {
   EXPECT_EQ(Parsed("/topics?token=t").token, "t");
 }
 
+TEST(ParseTarget, QueryWithFormatAndViewsWithOrWithoutAName) {
+  EXPECT_EQ(Parsed("/query").endpoint, Endpoint::kQuery);
+  EXPECT_FALSE(Parsed("/query").format.has_value());
+  EXPECT_EQ(Parsed("/query?format=csv&token=t").format, "csv");
+  EXPECT_EQ(Parsed("/views").endpoint, Endpoint::kViews);
+  EXPECT_EQ(Parsed("/views").topic, "");
+  EXPECT_EQ(Parsed("/views/clicks_by_page").topic, "clicks_by_page");
+  ExpectBadRequest("/views/a/b", "path");
+  ExpectBadRequest("/views/..", "path");
+  ExpectBadRequest("/views?format=csv", "format");
+  ExpectBadRequest("/streams/t?format=csv", "format");
+  ExpectBadRequest("/query?partition=1", "partition");
+  ExpectBadRequest("/query?format=csv&format=jsonl", "format");
+}
+
 TEST(ParseTarget, UnknownPathIsNotFound) {
-  for (std::string_view target : {"/", "", "*", "/topics/", "/health/", "/streams", "/stream/t",
-                                  "/publishx/t", "streams/t", "/Topics", "http://host/topics"}) {
+  for (std::string_view target :
+       {"/", "", "*", "/topics/", "/health/", "/streams", "/stream/t", "/publishx/t", "streams/t",
+        "/Topics", "http://host/topics", "/query/", "/queryx", "/viewsx"}) {
     TargetError e = Refused(target);
     EXPECT_EQ(e.kind, TargetError::Kind::kNotFound) << target;
     EXPECT_EQ(e.param, "path") << target;
@@ -227,6 +243,51 @@ TEST(SplitPublishBody, ValuesAreViewsIntoTheBody) {
   ASSERT_EQ(values.size(), 2u);
   EXPECT_EQ(values[0].data(), body.data());
   EXPECT_EQ(values[1].data(), body.data() + 4);
+}
+
+QueryRequest Query(std::string_view body, std::optional<std::string> format = std::nullopt) {
+  auto r = ParseQueryBody(body, format, std::chrono::seconds(60));
+  if (auto* e = std::get_if<std::string>(&r)) {
+    ADD_FAILURE() << body << ": refused (" << *e << ")";
+    return {};
+  }
+  return std::get<QueryRequest>(r);
+}
+
+std::string QueryError(std::string_view body, std::optional<std::string> format = std::nullopt) {
+  auto r = ParseQueryBody(body, format, std::chrono::seconds(60));
+  if (auto* e = std::get_if<std::string>(&r)) return *e;
+  ADD_FAILURE() << body << ": accepted";
+  return "";
+}
+
+TEST(ParseQueryBody, TheBodyIsTheSqlOrAJsonObject) {
+  QueryRequest plain = Query("  SELECT 1 \n");
+  EXPECT_EQ(plain.sql, "SELECT 1");
+  EXPECT_EQ(plain.format, "jsonl");
+  EXPECT_EQ(plain.timeout, std::chrono::seconds(60));
+  EXPECT_EQ(Query("SELECT 1", "csv").format, "csv");
+  QueryRequest json = Query(R"({"sql": "SELECT 'a\"b'", "format": "table", "timeout_ms": 500})");
+  EXPECT_EQ(json.sql, "SELECT 'a\"b'");
+  EXPECT_EQ(json.format, "table");
+  EXPECT_EQ(json.timeout, std::chrono::milliseconds(500));
+  EXPECT_EQ(Query(R"({"sql": "SELECT 1"})", "csv").format, "csv");
+  EXPECT_EQ(Query(R"({"sql": "SELECT 1", "format": "jsonl"})", "csv").format, "jsonl");
+  // The server's limit bounds what a client asks.
+  EXPECT_EQ(Query(R"({"sql": "SELECT 1", "timeout_ms": 3600000})").timeout,
+            std::chrono::seconds(60));
+}
+
+TEST(ParseQueryBody, WhatIsWrongIsSaid) {
+  EXPECT_NE(QueryError("").find("no query"), std::string::npos);
+  EXPECT_NE(QueryError(R"({"sql": "  "})").find("no query"), std::string::npos);
+  EXPECT_NE(QueryError(R"({"sql": 1})").find(R"("sql" must be a string)"), std::string::npos);
+  EXPECT_NE(QueryError(R"({"sql": "SELECT 1", "timeout_ms": 0})").find("positive integer"),
+            std::string::npos);
+  EXPECT_NE(QueryError(R"({"sql": "SELECT 1", "limit": 5})").find(R"(unknown member "limit")"),
+            std::string::npos);
+  EXPECT_NE(QueryError(R"({"sql": )").find("not a JSON object"), std::string::npos);
+  EXPECT_EQ(QueryError("SELECT 1", "xml"), "format must be jsonl, csv or table, not 'xml'");
 }
 
 TEST(BearerToken, ExtractsTheToken) {

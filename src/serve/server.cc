@@ -11,9 +11,11 @@
 #include <boost/beast/websocket/detail/hybi13.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <future>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -44,6 +46,8 @@ namespace {
 constexpr size_t kBatchRecords = 1024;
 constexpr size_t kMaxWriteBytes = 256 << 10;
 constexpr auto kCloseGrace = std::chrono::seconds(5);
+// Bytes of a streamed answer (a query's) not yet on the socket before its thread waits.
+constexpr size_t kMaxPendingBytes = 1 << 20;
 
 // Frames of consecutive messages, back to back, encoded once and written to every subscriber.
 struct EncodedBatch {
@@ -90,6 +94,37 @@ bool TokenMatches(std::string_view given, std::string_view expected) {
 
 class Connection;
 class Subscriber;
+
+// The answer of a POST /query or GET /views: made on a thread of its own (a handler of
+// ServerOptions), written to the socket by the I/O thread. The handler's thread waits while
+// more than kMaxPendingBytes are not yet on the socket, for at most `patience` (then the client
+// is too slow, and its connection is closed); once the connection is gone, what it writes is
+// dropped.
+class BodyStream {
+ public:
+  BodyStream(asio::io_context& io, std::weak_ptr<Connection> connection,
+             std::chrono::milliseconds patience)
+      : io_(io), connection_(std::move(connection)), patience_(patience) {}
+
+  // The handler's thread.
+  void Write(std::string_view chunk);
+  // The I/O thread: what was written since the last Take; `bytes` went out on the socket; the
+  // connection is gone.
+  std::string Take();
+  void Sent(size_t bytes);
+  void Close();
+
+ private:
+  asio::io_context& io_;
+  std::weak_ptr<Connection> connection_;
+  const std::chrono::milliseconds patience_;
+  std::mutex mu_;
+  std::condition_variable drained_;
+  std::string buffer_;  // written, not yet taken
+  size_t pending_ = 0;  // written, not yet on the socket
+  bool closed_ = false;
+  bool take_posted_ = false;
+};
 
 // One subscribed partition: reads what the log made visible, once, into shared batches.
 struct Feed {
@@ -144,6 +179,10 @@ class Server::Impl {
   void AwaitDurability(Connection* connection) { awaiting_durability_.insert(connection); }
   // Acknowledges the publishes whose records are now durable.
   void CheckDurability();
+  // Runs `job` (a query or views handler) on a thread of its own, writing to `stream`; at its
+  // end the connection's OnStreamEnd gets its status. False if max_queries run already.
+  bool StartJob(std::shared_ptr<BodyStream> stream, std::weak_ptr<Connection> connection,
+                std::function<Status(const BodyWriter&)> job);
 
  private:
   void Accept();
@@ -169,6 +208,9 @@ class Server::Impl {
   std::map<log::Partition*, std::unique_ptr<Feed>> feeds_;
   std::unordered_set<Connection*> awaiting_durability_;
   ServerStats counters_;
+  // Query and views handlers running (their threads are joined once they posted their end).
+  std::map<uint64_t, std::thread> jobs_;
+  uint64_t next_job_ = 0;
 };
 
 // A connection's subscription to one partition: the checks of its start, the greeting, then the
@@ -277,6 +319,17 @@ class HttpRequests {
   // Queues a publish answer for this request (written by the caller's Pump).
   void QueueAnswer(int status, std::string_view reason, const Value& body);
 
+  // A streamed answer (POST /query, GET /views): what its handler wrote since, and its end.
+  void OnStreamData();
+  void OnStreamEnd(const Status& status);
+  // The connection wrote `bytes` / is gone: the handler may write more / its writes are dropped.
+  void Sent(size_t bytes) {
+    if (stream_) stream_->Sent(bytes);
+  }
+  void Closed() {
+    if (stream_) stream_->Close();
+  }
+
  private:
   void OnHeader(beast::error_code ec);
   void OnRequest(beast::error_code ec);
@@ -296,6 +349,16 @@ class HttpRequests {
   // refusal (a close frame, or an HTTP answer).
   log::Partition* PublishPartition();
   void PublishHttp();
+  // POST /query and GET /views: refused (404 without a handler, 405, 401, 400) or streamed.
+  void Query();
+  void Views();
+  // Their common checks: a handler, the method, the subscribe token. False after a refusal.
+  bool MayAsk(bool handled, http::verb method, std::string_view wrong_method);
+  // Starts `job` on a thread of its own; its answer is streamed as `content_type` (503 if
+  // max_queries run already).
+  void StartStream(std::string content_type, std::function<Status(const BodyWriter&)> job);
+  void SendStreamHeader();
+  void QueueChunk(std::string_view data);
 
   Server::Impl& server_;
   Connection& connection_;
@@ -308,6 +371,9 @@ class HttpRequests {
   bool keep_alive_ = false;
   bool requests_done_ = false;  // a request was read and its answer is (being) written
   bool close_after_write_ = false;
+  std::shared_ptr<BodyStream> stream_;  // a streamed answer's
+  std::string stream_content_type_;
+  bool stream_header_sent_ = false;
 };
 
 // One client connection: the socket, bytes out (control frames and HTTP answers first, then a
@@ -351,6 +417,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (destroyed_) return;
     destroyed_ = true;
     if (subscriber_) subscriber_->Leave();
+    http_.Closed();
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
@@ -611,6 +678,9 @@ void Connection::OnWritten(beast::error_code ec) {
     return;
   }
   if (subscriber_) subscriber_->Written();
+  size_t sent = 0;
+  for (const std::string& owned : writing_owned_) sent += owned.size();
+  http_.Sent(sent);
   writing_owned_.clear();
   if (close_sent_ && (peer_closed_ || !websocket_)) {
     Destroy();
@@ -1005,6 +1075,12 @@ void HttpRequests::OnPlainRequest() {
     case Endpoint::kStreams:
       Refuse(426, "Upgrade Required", ErrorJson("websocket_upgrade_required"));
       return;
+    case Endpoint::kQuery:
+      Query();
+      return;
+    case Endpoint::kViews:
+      Views();
+      return;
   }
 }
 
@@ -1044,7 +1120,7 @@ void HttpRequests::Refuse(int status, std::string_view reason, const Value& body
 }
 
 bool HttpRequests::Written(bool queue_empty, bool replies_done) {
-  if (close_after_write_) {
+  if (close_after_write_ && queue_empty) {
     connection_.Linger();
     return true;
   }
@@ -1178,6 +1254,164 @@ void HttpRequests::PublishHttp() {
   keep_alive_ = request_.keep_alive();
   connection_.StartPublisher(partition, /*http=*/true);
   connection_.publisher().Publish(request_.body());
+}
+
+// --- Streamed answers: POST /query, GET /views --------------------------------------------------
+
+namespace {
+
+// {"error": MESSAGE, "code": STATUS CODE NAME}: a handler's failure.
+Value FailureJson(const Status& status) {
+  return Value::MakeObject({{"error", status.message()}, {"code", StatusCodeName(status.code())}});
+}
+
+std::string_view ContentTypeOf(std::string_view format) {
+  if (format == "csv") return "text/csv; charset=utf-8; header=present";
+  if (format == "table") return "text/plain; charset=utf-8";
+  return "application/x-ndjson";
+}
+
+}  // namespace
+
+void BodyStream::Write(std::string_view chunk) {
+  if (chunk.empty()) return;
+  std::unique_lock lock(mu_);
+  if (!drained_.wait_for(lock, patience_, [&] { return closed_ || pending_ < kMaxPendingBytes; })) {
+    // The client has not read for the idle timeout: it is gone, or too slow.
+    closed_ = true;
+    asio::post(io_, [connection = connection_] {
+      if (auto c = connection.lock()) c->Destroy();
+    });
+  }
+  if (closed_) return;
+  buffer_.append(chunk);
+  pending_ += chunk.size();
+  if (!take_posted_) {
+    take_posted_ = true;
+    asio::post(io_, [connection = connection_] {
+      if (auto c = connection.lock(); c && !c->destroyed()) c->http().OnStreamData();
+    });
+  }
+}
+
+std::string BodyStream::Take() {
+  std::lock_guard lock(mu_);
+  take_posted_ = false;
+  return std::exchange(buffer_, {});
+}
+
+void BodyStream::Sent(size_t bytes) {
+  {
+    std::lock_guard lock(mu_);
+    pending_ -= std::min(pending_, bytes);
+  }
+  drained_.notify_all();
+}
+
+void BodyStream::Close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    buffer_.clear();
+  }
+  drained_.notify_all();
+}
+
+bool HttpRequests::MayAsk(bool handled, http::verb method, std::string_view wrong_method) {
+  if (!handled) {
+    Refuse(404, "Not Found", ErrorJson("not_found"));
+  } else if (request_.method() != method) {
+    Refuse(405, "Method Not Allowed", ErrorJson(wrong_method));
+  } else if (!Authorized(server_.options().subscribe_token)) {
+    Refuse(401, "Unauthorized", ErrorJson("unauthorized"));
+  } else {
+    return true;
+  }
+  return false;
+}
+
+void HttpRequests::Query() {
+  const ServerOptions& options = server_.options();
+  if (!MayAsk(bool(options.query_handler), http::verb::post, "post_a_query")) return;
+  auto parsed = ParseQueryBody(request_.body(), target_.format, options.max_query_time);
+  if (auto* error = std::get_if<std::string>(&parsed)) {
+    Refuse(400, "Bad Request", ErrorJson(*error));
+    return;
+  }
+  QueryRequest query = std::get<QueryRequest>(std::move(parsed));
+  std::string content_type(ContentTypeOf(query.format));
+  StartStream(std::move(content_type),
+              [handler = options.query_handler, query = std::move(query)](const BodyWriter& write) {
+                return handler(query, write);
+              });
+}
+
+void HttpRequests::Views() {
+  const ServerOptions& options = server_.options();
+  if (!MayAsk(bool(options.views_handler), http::verb::get, "get_views")) return;
+  StartStream("application/json", [handler = options.views_handler, view = target_.topic](
+                                      const BodyWriter& write) { return handler(view, write); });
+}
+
+void HttpRequests::StartStream(std::string content_type,
+                               std::function<Status(const BodyWriter&)> job) {
+  const ServerOptions& options = server_.options();
+  auto stream = std::make_shared<BodyStream>(server_.io(), connection_.weak_from_this(),
+                                             options.idle_timeout);
+  if (!server_.StartJob(stream, connection_.weak_from_this(), std::move(job))) {
+    Refuse(503, "Service Unavailable",
+           Value::MakeObject({{"error", "too_many_queries"}, {"max", options.max_queries}}));
+    return;
+  }
+  stream_ = std::move(stream);
+  stream_content_type_ = std::move(content_type);
+  keep_alive_ = false;
+}
+
+void HttpRequests::SendStreamHeader() {
+  stream_header_sent_ = true;
+  connection_.Queue("HTTP/1.1 200 OK\r\nContent-Type: " + stream_content_type_ +
+                    "\r\nTransfer-Encoding: chunked\r\nTrailer: X-Weir-Error\r\n"
+                    "Cache-Control: no-store\r\nConnection: close\r\n\r\n");
+}
+
+void HttpRequests::QueueChunk(std::string_view data) {
+  char size[24];
+  const int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  std::string chunk(size, static_cast<size_t>(n));
+  chunk.append(data);
+  chunk.append("\r\n");
+  connection_.Queue(std::move(chunk));
+}
+
+void HttpRequests::OnStreamData() {
+  std::string data = stream_->Take();
+  if (data.empty()) return;
+  if (!stream_header_sent_) SendStreamHeader();
+  QueueChunk(data);
+  connection_.Pump();
+}
+
+void HttpRequests::OnStreamEnd(const Status& status) {
+  if (connection_.destroyed()) return;
+  std::string rest = stream_->Take();
+  if (!status.ok() && !stream_header_sent_ && rest.empty()) {
+    const bool not_found = status.code() == StatusCode::kNotFound;
+    Refuse(not_found ? 404 : 400, not_found ? "Not Found" : "Bad Request", FailureJson(status));
+    return;
+  }
+  if (!stream_header_sent_) SendStreamHeader();
+  if (!rest.empty()) QueueChunk(rest);
+  if (status.ok()) {
+    connection_.Queue("0\r\n\r\n");
+  } else {
+    // After rows: a last line says why the answer stops there, and so does the trailer.
+    const std::string error = FailureJson(status).ToJson();
+    QueueChunk(error + "\n");
+    connection_.Queue("0\r\nX-Weir-Error: " + error + "\r\n\r\n");
+  }
+  close_after_write_ = true;
+  connection_.Pump();
 }
 
 // --- Server::Impl --------------------------------------------------------------------------------
@@ -1338,6 +1572,40 @@ void Server::Impl::CheckDurability() {
   }
 }
 
+bool Server::Impl::StartJob(std::shared_ptr<BodyStream> stream,
+                            std::weak_ptr<Connection> connection,
+                            std::function<Status(const BodyWriter&)> job) {
+  if (static_cast<int64_t>(jobs_.size()) >= options_.max_queries) return false;
+  const uint64_t id = next_job_++;
+  std::thread thread;
+  try {
+    thread = std::thread([this, id, stream = std::move(stream), connection = std::move(connection),
+                          job = std::move(job)] {
+      const BodyWriter write = [&stream](std::string_view chunk) { stream->Write(chunk); };
+      Status status;
+      try {
+        status = job(write);
+      } catch (const std::exception& e) {
+        status = Status::Internal(std::string("query handler failed: ") + e.what());
+      }
+      asio::post(io_, [this, id, connection, status = std::move(status)] {
+        auto it = jobs_.find(id);
+        if (it != jobs_.end()) {
+          it->second.join();  // it has posted this: its end is near
+          jobs_.erase(it);
+        }
+        if (auto c = connection.lock(); c && !c->destroyed()) {
+          c->http().OnStreamEnd(status);
+        }
+      });
+    });
+  } catch (const std::system_error&) {
+    return false;  // no thread to be had: as busy as max_queries
+  }
+  jobs_.emplace(id, std::move(thread));
+  return true;
+}
+
 void Server::Impl::OnLogChanged() {
   poll_posted_ = false;
   // Acknowledgements first: a publisher should not wait for the fan-out of what it published.
@@ -1411,6 +1679,10 @@ void Server::Impl::Shutdown() {
   if (watcher_.joinable()) watcher_.join();
   io_.stop();
   if (io_thread_.joinable()) io_thread_.join();
+  // Their connections are closed: what they still write is dropped. A handler runs until it
+  // returns (a query, at most its time limit).
+  for (auto& [id, job] : jobs_) job.join();
+  jobs_.clear();
   // Handlers still queued hold connections; drop them with the io_context.
   connections_.clear();
   feeds_.clear();

@@ -1064,6 +1064,205 @@ TEST_F(ServerBadClient, BeyondMaxConnectionsIsHttp503) {
   ExpectStillServes();
 }
 
+// --- Queries (POST /query, GET /views) -----------------------------------------------------------
+
+// The server knows nothing of the lake: these handlers stand for it (the CLI's tests run the
+// real one). Each writes what the test says and tells it what it was asked.
+class ServerQuery : public ServerTest {
+ protected:
+  // A query handler that writes `rows` lines "{"n":i}" and returns `end`.
+  ServerOptions WithRows(int rows, Status end = Status::OK(), ServerOptions options = {}) {
+    options.query_handler = [this, rows, end](const QueryRequest& request,
+                                              const BodyWriter& write) {
+      {
+        std::lock_guard lock(mu_);
+        asked_.push_back(request);
+      }
+      for (int i = 0; i < rows; ++i) write(R"({"n":)" + std::to_string(i) + "}\n");
+      return end;
+    };
+    return options;
+  }
+  std::vector<QueryRequest> Asked() {
+    std::lock_guard lock(mu_);
+    return asked_;
+  }
+
+  std::mutex mu_;
+  std::vector<QueryRequest> asked_;
+};
+
+std::string Rows(int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += R"({"n":)" + std::to_string(i) + "}\n";
+  return out;
+}
+
+TEST_F(ServerQuery, RowsAreStreamedInTheFormatAsked) {
+  StartServer(WithRows(3));
+  auto plain = HttpClient(port_).Post("/query", "SELECT n FROM t");
+  EXPECT_EQ(plain.status, 200);
+  EXPECT_EQ(plain.body, Rows(3));
+  auto json = HttpClient(port_).Post("/query?format=table", R"({"sql":"SELECT 1","format":"csv"})");
+  EXPECT_EQ(json.status, 200);
+  auto param = HttpClient(port_).Post("/query?format=csv", "SELECT 2");
+  EXPECT_EQ(param.status, 200);
+  auto asked = Asked();
+  ASSERT_EQ(asked.size(), 3u);
+  EXPECT_EQ(asked[0].sql, "SELECT n FROM t");
+  EXPECT_EQ(asked[0].format, "jsonl");
+  EXPECT_EQ(asked[1].sql, "SELECT 1");
+  EXPECT_EQ(asked[1].format, "csv");
+  EXPECT_EQ(asked[2].format, "csv");
+
+  RawClient raw(port_);
+  raw.Write("POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 8\r\n\r\nSELECT 1");
+  const std::string header = raw.ReadUntil("\r\n\r\n");
+  EXPECT_TRUE(header.starts_with("HTTP/1.1 200 OK\r\n")) << header;
+  EXPECT_NE(header.find("Content-Type: application/x-ndjson\r\n"), std::string::npos) << header;
+  EXPECT_NE(header.find("Transfer-Encoding: chunked\r\n"), std::string::npos) << header;
+  EXPECT_TRUE(raw.ReadToEnd().ends_with("0\r\n\r\n"));
+}
+
+// The first rows reach the client while the handler is still running.
+TEST_F(ServerQuery, TheFirstRowsArriveBeforeTheQueryEnds) {
+  std::promise<void> seen;
+  auto seen_future = seen.get_future().share();
+  ServerOptions options;
+  options.query_handler = [seen_future](const QueryRequest&, const BodyWriter& write) {
+    write("{\"first\":1}\n");
+    if (seen_future.wait_for(testing::kHangDeadline) != std::future_status::ready) {
+      return Status::Internal("the client never saw the first row");
+    }
+    write("{\"second\":2}\n");
+    return Status::OK();
+  };
+  StartServer(options);
+  RawClient raw(port_);
+  raw.Write("POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 8\r\n\r\nSELECT 1");
+  raw.ReadUntil("\r\n\r\n");
+  EXPECT_EQ(raw.ReadUntil("\r\n"), "c\r\n");
+  EXPECT_EQ(raw.ReadUntil("\r\n"), "{\"first\":1}\n\r\n");
+  seen.set_value();
+  EXPECT_EQ(raw.ReadToEnd(), "d\r\n{\"second\":2}\n\r\n0\r\n\r\n");
+}
+
+TEST_F(ServerQuery, AFailureBeforeAnyRowIs400AndAfterRowsEndsTheStream) {
+  StartServer(WithRows(0, Status::InvalidArgument("a lake query is one SELECT")));
+  auto refused = HttpClient(port_).Post("/query", "INSERT INTO t VALUES (1)");
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.body, R"({"error":"a lake query is one SELECT","code":"Invalid argument"})");
+  server_.reset();
+
+  StartServer(WithRows(2, Status::ResourceExhausted("stopped after its time limit")));
+  RawClient raw(port_);
+  raw.Write("POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 8\r\n\r\nSELECT 1");
+  const std::string answer = raw.ReadToEnd();
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 200 OK\r\n")) << answer;
+  const std::string error =
+      R"({"error":"stopped after its time limit","code":"Resource exhausted"})";
+  EXPECT_NE(answer.find(Rows(2)), std::string::npos) << answer;
+  EXPECT_TRUE(answer.ends_with(error + "\n\r\n0\r\nX-Weir-Error: " + error + "\r\n\r\n")) << answer;
+  auto beast = HttpClient(port_).Post("/query", "SELECT 1");
+  EXPECT_EQ(beast.status, 200);
+  EXPECT_EQ(beast.body, Rows(2) + error + "\n");
+}
+
+TEST_F(ServerQuery, RefusalsHaveTheirStatus) {
+  StartServer();  // no handlers
+  EXPECT_EQ(HttpClient(port_).Post("/query", "SELECT 1").status, 404);
+  EXPECT_EQ(HttpClient(port_).Request(http::verb::get, "/views").status, 404);
+  server_.reset();
+
+  ServerOptions options =
+      WithRows(1, Status::OK(), {.max_frame_bytes = 1024, .subscribe_token = "s3cret"});
+  options.views_handler = [](std::string_view view, const BodyWriter& write) {
+    if (!view.empty() && view != "clicks") return Status::NotFound("no lake view named 'x'");
+    write(view.empty() ? R"([{"name":"clicks"}])" : R"({"name":"clicks"})");
+    return Status::OK();
+  };
+  StartServer(options);
+  const std::string bearer = "Bearer s3cret";
+  EXPECT_EQ(HttpClient(port_).Post("/query", "SELECT 1").status, 401);
+  EXPECT_EQ(HttpClient(port_).Post("/query", "SELECT 1", "Bearer wrong").status, 401);
+  EXPECT_EQ(HttpClient(port_).Request(http::verb::get, "/views").status, 401);
+  auto get = HttpClient(port_).Request(http::verb::get, "/query", "", bearer);
+  EXPECT_EQ(get.status, 405);
+  EXPECT_EQ(get.body, R"({"error":"post_a_query"})");
+  EXPECT_EQ(HttpClient(port_).Post("/views", "", bearer).status, 405);
+  auto too_big =
+      HttpClient(port_).Post("/query", "SELECT '" + std::string(2000, 'x') + "'", bearer);
+  EXPECT_EQ(too_big.status, 413);
+  EXPECT_EQ(too_big.body, R"({"error":"too_big","max":1024})");
+  auto bad_format = HttpClient(port_).Post("/query?format=xml", "SELECT 1", bearer);
+  EXPECT_EQ(bad_format.status, 400);
+  EXPECT_EQ(bad_format.body, R"({"error":"format must be jsonl, csv or table, not 'xml'"})");
+  EXPECT_EQ(HttpClient(port_).Post("/query", " ", bearer).status, 400);
+  EXPECT_EQ(HttpClient(port_).Post("/query?token=s3cret", "SELECT 1").status, 200);
+
+  auto all = HttpClient(port_).Request(http::verb::get, "/views", "", bearer);
+  EXPECT_EQ(all.status, 200);
+  EXPECT_EQ(all.body, R"([{"name":"clicks"}])");
+  EXPECT_EQ(HttpClient(port_).Request(http::verb::get, "/views/clicks", "", bearer).body,
+            R"({"name":"clicks"})");
+  auto missing = HttpClient(port_).Request(http::verb::get, "/views/x", "", bearer);
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.body, R"({"error":"no lake view named 'x'","code":"Not found"})");
+  EXPECT_EQ(Asked().size(), 1u) << "only the authorized, well-formed query ran";
+}
+
+TEST_F(ServerQuery, BeyondMaxQueriesIs503AndTheEventLoopIsNotBlocked) {
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  std::atomic<int> running{0};
+  ServerOptions options{.max_queries = 2};
+  options.query_handler = [&running, released](const QueryRequest&, const BodyWriter& write) {
+    ++running;
+    released.wait_for(testing::kHangDeadline);
+    write("{}\n");
+    return Status::OK();
+  };
+  StartServer(options);
+  auto first =
+      std::async(std::launch::async, [&] { return HttpClient(port_).Post("/query", "1"); });
+  auto second =
+      std::async(std::launch::async, [&] { return HttpClient(port_).Post("/query", "2"); });
+  ASSERT_TRUE(Eventually([&] { return running == 2; }));
+  auto third = HttpClient(port_).Post("/query", "3");
+  EXPECT_EQ(third.status, 503);
+  EXPECT_EQ(third.body, R"({"error":"too_many_queries","max":2})");
+  ExpectStillServes();  // while two queries run
+  release.set_value();
+  EXPECT_EQ(first.get().body, "{}\n");
+  EXPECT_EQ(second.get().body, "{}\n");
+  EXPECT_TRUE(Eventually([&] { return HttpClient(port_).Post("/query", "4").status == 200; }));
+}
+
+// A client that stops reading holds its query for the idle timeout at most, and one that goes
+// away lets it finish at once: what the handler writes then is dropped.
+TEST_F(ServerQuery, AClientThatStopsReadingOrLeavesDoesNotHoldItsQuery) {
+  std::atomic<int> finished{0};
+  ServerOptions options{.idle_timeout = 500ms};
+  options.query_handler = [&finished](const QueryRequest&, const BodyWriter& write) {
+    const std::string row(1000, 'x');
+    for (int i = 0; i < 50'000; ++i) write(row);  // 50 MB
+    ++finished;
+    return Status::OK();
+  };
+  StartServer(options);
+  RawClient stalled(port_, /*rcvbuf=*/4096);
+  stalled.Write("POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\n\r\n1");
+  EXPECT_TRUE(Eventually([&] { return finished == 1; }));
+  {
+    RawClient leaving(port_);
+    leaving.Write("POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\n\r\n1");
+    leaving.ReadUntil("\r\n\r\n");
+  }
+  EXPECT_TRUE(Eventually([&] { return finished == 2; }));
+  EXPECT_TRUE(Eventually([&] { return Stats().connections == 0; })) << Stats().connections;
+  ExpectStillServes();
+}
+
 // --- Shutdown ------------------------------------------------------------------------------------
 
 using ServerShutdown = ServerTest;
@@ -1105,6 +1304,26 @@ TEST_F(ServerShutdown, ASubscriberThatDoesNotReadDoesNotHoldTheServerUp) {
   ASSERT_EQ(stopped.wait_for(testing::kHangDeadline), std::future_status::ready) << "~Server hangs";
   EXPECT_FALSE(live.Read());
   EXPECT_EQ(live.ending().code, 1001);
+}
+
+// A query whose client does not read: its writes are dropped once the server closes its
+// connection, so the handler ends and the server stops.
+TEST_F(ServerShutdown, AQueryWritingToAStalledClientDoesNotHoldTheServerUp) {
+  std::atomic<bool> finished{false};
+  ServerOptions options;
+  options.query_handler = [&finished](const QueryRequest&, const BodyWriter& write) {
+    const std::string row(1000, 'x');
+    for (int i = 0; i < 50'000; ++i) write(row);
+    finished = true;
+    return Status::OK();
+  };
+  StartServer(options);
+  RawClient stalled(port_, /*rcvbuf=*/4096);
+  stalled.Write("POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\n\r\n1");
+  stalled.ReadUntil("\r\n\r\n");
+  auto stopped = std::async(std::launch::async, [&] { server_.reset(); });
+  ASSERT_EQ(stopped.wait_for(testing::kHangDeadline), std::future_status::ready) << "~Server hangs";
+  EXPECT_TRUE(finished);
 }
 
 }  // namespace

@@ -395,6 +395,9 @@ TEST_F(Cli, TheDemoRunsAndSaysWhereItsOutputsAre) {
   EXPECT_NE(r.out.find("user sessions"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("page-stats.jsonl"), std::string::npos);
   EXPECT_NE(r.out.find("Try next"), std::string::npos);
+  // The clickstream as a lake view, and SQL over it.
+  EXPECT_NE(r.out.find("8. The clickstream as a lake view"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("page         purchases  revenue"), std::string::npos) << r.out;
   // Run twice: the demo starts over and agrees with itself.
   CommandResult again = Weir({"demo", "--events", "3000", "--data-dir", data()});
   ASSERT_EQ(again.exit_code, 0) << again.err;
@@ -409,6 +412,10 @@ TEST_F(Cli, TheDemoRunsAndSaysWhereItsOutputsAre) {
   EXPECT_NE(again.out.find("600 fused frames"), std::string::npos) << again.out;
   EXPECT_NE(again.out.find("12 without their lost lidar sweep"), std::string::npos);
   EXPECT_EQ(Lines(Weir({"consume", "demo.fused", "--data-dir", data()}).out).size(), 600u);
+  // The second demo's view holds its own clicks, once.
+  CommandResult view = Weir(
+      {"query", "SELECT count(*) AS n FROM demo_clicks", "--format", "csv", "--data-dir", data()});
+  EXPECT_EQ(view.out, "n\r\n3002\r\n") << view.err;
 }
 
 }  // namespace
