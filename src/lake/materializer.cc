@@ -59,6 +59,11 @@ struct Materializer::State {
   RecordColumns columns;
   MaterializeFigures* figures = nullptr;
   MaterializeFigures ignored;
+  // The dead-letter partition and the end of the last dead letter sent to it: they must be
+  // durable before a commit makes their records' range materialized (a range is never read
+  // again for dead letters once committed).
+  log::Partition* dead_letters = nullptr;
+  int64_t dead_letters_end = 0;
 
   State(Catalog& c, log::LogStore& l, std::filesystem::path dir, MaterializeOptions o)
       : catalog(c), log(l), lake_dir(std::move(dir)), options(std::move(o)) {}
@@ -152,7 +157,11 @@ struct Materializer::State {
                                                   std::string(reason.message()),
                                               "topic " + view.spec.topic, std::move(position),
                                               record.value));
-    return topic->partition(PartitionId(0)).Append(builder).status();
+    log::Partition& partition = topic->partition(PartitionId(0));
+    WEIR_ASSIGN_OR_RETURN(Offset at, partition.Append(builder));
+    dead_letters = &partition;
+    dead_letters_end = at.value() + 1;
+    return Status::OK();
   }
 
   // Merges `inputs` (contiguous, same schema hash) into one partition of the given span.
@@ -232,10 +241,13 @@ struct Materializer::State {
                       .span_ms = span_ms,
                       .sealed = sealed};
     std::vector<PartitionRecord> parts;  // files of at most max_batch_records, then merged
+    SourceHash part_hash;                // the records of the part being filled
     auto flush = [&](int64_t part_end) -> Status {
       PartitionRecord part = p;
       part.instance = catalog.NextInstance();
       part.end_offset = part_end;
+      part.source_hash = part_hash.ToString();  // MergeInputs adds the parts' hashes
+      part_hash = SourceHash();
       part.event_min_ms = columns.event_min_ms();
       part.event_max_ms = columns.event_max_ms();
       WEIR_ASSIGN_OR_RETURN(part.file, NewFile(view, tp, part.instance));
@@ -268,6 +280,7 @@ struct Materializer::State {
       for (const log::StoredRecord& record : *batch) {
         if (record.offset.value() >= end) break;
         hash.Add(record);
+        part_hash.Add(record);
         ++records;
         append_min = std::min(append_min, record.append_time_ms);
         append_max = std::max(append_max, record.append_time_ms);
@@ -319,7 +332,13 @@ struct Materializer::State {
 
   Status CommitNew(const CatalogView& view, const PartitionRecord& p,
                    const std::vector<int64_t>& retired) {
-    Status s = catalog.Commit(view.spec.name, {p}, retired, SystemNowMs());
+    Status s = Status::OK();
+    if (dead_letters != nullptr) {
+      s = dead_letters->WaitDurable(Offset(dead_letters_end))
+              .WithContext("lake view '" + view.spec.name + "': its dead letters");
+      if (s.ok()) dead_letters = nullptr;
+    }
+    if (s.ok()) s = catalog.Commit(view.spec.name, {p}, retired, SystemNowMs());
     if (!s.ok()) {
       if (!p.file.empty()) Remove(p.file);
       return s;
@@ -484,6 +503,11 @@ Status Materializer::Rebuild(std::string_view name, MaterializeFigures* figures)
   state_->figures = figures;
   WEIR_ASSIGN_OR_RETURN(CatalogView view, FindView(state_->catalog, name));
   WEIR_ASSIGN_OR_RETURN(log::Topic * topic, state_->log.GetTopic(view.spec.topic));
+  if (view.columns.empty()) {
+    // A new SQL dropped the inferred columns: infer them again, as Update does, or the ranges
+    // would be written without the fields.
+    WEIR_RETURN_IF_ERROR(state_->InferColumns(view, *topic).status());
+  }
   for (const PartitionRecord& p : state_->catalog.LivePartitions(name)) {
     if (p.topic_partition >= topic->num_partitions()) {
       return Status::FailedPrecondition("lake view '" + view.spec.name + "': topic " +
