@@ -8,12 +8,14 @@
 #
 # Figures: from `weir bench nexmark` its machine line (pipeline_events_per_cpu_s, events_per_cpu_s,
 # ratio_to_duckdb, allocs_per_event); from `weir bench process` its machine line
-# (activations_per_cpu_s, engine_cpu_s, allocs_per_activation, peak_rss_mib); from the other benches their throughput line
+# (activations_per_cpu_s, engine_cpu_s, allocs_per_activation, peak_rss_mib); from `weir bench lake`
+# its machine line (rows_per_cpu_s, day_rows_per_cpu_s, bytes_per_row, allocs_per_row, peak_rss_mib,
+# query_hour_ms, query_latest_ms, duckdb_parquet_hour_ms); from the other benches their throughput line
 # ("N events/s per core" or "N input messages/s per core", "N heap allocations per event"). A run that fails or is not verified
 # stops the script (exit 1).
 set -uo pipefail
 if [ $# -lt 4 ]; then
-  sed -n '2,12p' "$0" >&2
+  sed -n '2,15p' "$0" >&2
   exit 2
 fi
 new=$1 old=$2 runs=$3
@@ -26,11 +28,11 @@ cp "$new" "$work/new" && cp "$old" "$work/old" || exit 1
 # figures FILE: "name value" lines of the figures one run printed.
 figures() {
   local line
-  line=$(grep -E '^(nexmark|process) ' "$1" | tail -1)
+  line=$(grep -E '^(nexmark|process|lake) ' "$1" | tail -1)
   if [ -n "$line" ]; then
     grep -q ' verified=yes' <<<"$line" || return 1
     tr ' ' '\n' <<<"$line" |
-      grep -E '^(pipeline_events_per_cpu_s|events_per_cpu_s|ratio_to_duckdb|allocs_per_event|activations_per_cpu_s|engine_cpu_s|allocs_per_activation|peak_rss_mib)=' |
+      grep -E '^(pipeline_events_per_cpu_s|events_per_cpu_s|ratio_to_duckdb|allocs_per_event|activations_per_cpu_s|engine_cpu_s|allocs_per_activation|peak_rss_mib|rows_per_cpu_s|day_rows_per_cpu_s|bytes_per_row|allocs_per_row|query_hour_ms|query_latest_ms|duckdb_parquet_hour_ms)=' |
       tr '=' ' '
     return 0
   fi

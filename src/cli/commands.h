@@ -142,6 +142,17 @@ struct BenchArgs {
   double process_event_rate = 0;
   std::string sink = "discard";
   int64_t per_call = 256;
+  // Lake (bench_lake.cc): the bids, the view's SQL transform (--sql: the built-in one;
+  // --sql-text: any that keeps every bid and its price), the insert-time span of the day's
+  // partitions, the runs of each query, the records of a file before the lake merges files (0:
+  // the lake's default), and the Nexmark q0 events of the pipeline-cost runs (0: skipped).
+  int64_t lake_bids = 2'000'000;
+  bool lake_sql = false;
+  std::string lake_sql_text;
+  int64_t lake_span_ms = 500;
+  int lake_query_runs = 5;
+  int64_t lake_batch_records = 0;
+  int64_t lake_pipeline_events = 0;
 };
 int BenchLog(const BenchArgs& args);
 int BenchPipeline(const BenchArgs& args);
@@ -149,6 +160,7 @@ int BenchWindows(const BenchArgs& args);
 int BenchJoin(const BenchArgs& args);
 int BenchNexmark(const BenchArgs& args);
 int BenchProcess(const BenchArgs& args);
+int BenchLake(const BenchArgs& args);
 
 // --- The lake: `weir views ...` and `weir query` (views.cc) --------------------------------------
 

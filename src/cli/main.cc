@@ -388,7 +388,32 @@ Command AddBenchProcess(CLI::App* bench_cmd, BenchArgs& bench) {
   return {cmd, [&bench] { return BenchProcess(bench); }};
 }
 
-// `bench log|pipeline|windows|join|nexmark|process`: each takes its own --data-dir (default: a
+// `bench lake`.
+Command AddBenchLake(CLI::App* bench_cmd, BenchArgs& bench) {
+  CLI::App* cmd = bench_cmd->add_subcommand(
+      "lake", "Nexmark bids materialized to Parquet by a lake view, and queried (checked)");
+  cmd->add_option("--bids", bench.lake_bids, "Bids")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_flag("--sql", bench.lake_sql,
+                "Materialize through a SQL transform (Nexmark q1's currency conversion)");
+  cmd->add_option("--sql-text", bench.lake_sql_text,
+                  "Materialize through this SQL over `records` (it must keep every bid and price)");
+  cmd->add_option("--span-ms", bench.lake_span_ms,
+                  "Insert-time span of the day's partitions: each of the 24 bursts starts one")
+      ->capture_default_str();
+  cmd->add_option("--query-runs", bench.lake_query_runs, "Runs of each query (the median)")
+      ->capture_default_str();
+  cmd->add_option("--batch-records", bench.lake_batch_records,
+                  "Records of a file before the lake writes several and merges them (0: default)")
+      ->capture_default_str();
+  cmd->add_option("--pipeline-events", bench.lake_pipeline_events,
+                  "Also run Nexmark q0 over this many events with and without a view of its "
+                  "output refreshed in the background (0: not)")
+      ->capture_default_str();
+  cmd->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
+  return {cmd, [&bench] { return BenchLake(bench); }};
+}
+
+// `bench log|pipeline|windows|join|nexmark|process|lake`: each takes its own --data-dir (default: a
 // temporary directory), not the shared one.
 std::vector<Command> AddBenchCommands(CLI::App& app, Arguments& args) {
   CLI::App* bench_cmd =
@@ -399,6 +424,7 @@ std::vector<Command> AddBenchCommands(CLI::App& app, Arguments& args) {
   AddBenchWindowsAndJoin(bench_cmd, args.bench, commands);
   commands.push_back(AddBenchNexmark(bench_cmd, args.bench));
   commands.push_back(AddBenchProcess(bench_cmd, args.bench));
+  commands.push_back(AddBenchLake(bench_cmd, args.bench));
   return commands;
 }
 

@@ -90,8 +90,12 @@ struct Materializer::State {
   Status CopyToFile(const CatalogView& view, const std::string& select, PartitionRecord& p) {
     const std::filesystem::path path = lake_dir / p.file;
     int64_t rows = -1;
+    // zstd level 1 and Parquet's V2 encodings (delta for integers and timestamps, delta lengths
+    // for strings): of the options tried, the fastest to write that kept files as small as the
+    // default level 3's or smaller (BENCHMARKS.md, "Lake").
     Status s = db->Query("COPY (" + select + ") TO " + SqlString(path.string()) +
-                             " (FORMAT parquet, COMPRESSION zstd)",
+                             " (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, "
+                             "PARQUET_VERSION V2)",
                          [&](const sql::Row& row) { rows = row.Int(0); });
     if (!s.ok()) {
       Remove(p.file);
