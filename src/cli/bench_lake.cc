@@ -13,11 +13,12 @@
 // 3. Queries: the same bids spread over 24 hours of event time and appended in 24 bursts, one per
 //    hour of event time, each at the start of a new insert-time span of the view (--span-ms), so
 //    that the view has 24 sealed partitions of one hour each (partitions follow the log's append
-//    time, which the log stamps itself), each sorted by _ts. Then one hour's count and sum and the latest 100 rows,
-//    each timed (median of --query-runs) through Lake::Query, through DuckDB over one Parquet
-//    file of the same rows, and through DuckDB over the raw JSON lines (read_json), in turn; the
-//    bytes each read (the process's rchar) and the files DuckDB scanned for the lake's query
-//    (EXPLAIN ANALYZE over the view's files).
+//    time, which the log stamps itself), each sorted by _ts. Then one hour's count and sum and
+//    the latest 100 rows, each timed (median of --query-runs) through Lake::Query, through DuckDB
+//    over one Parquet file of the same rows, and through DuckDB over the raw JSON lines
+//    (read_json), in turn; the bytes each read (the process's rchar) and the partitions the
+//    lake's query read (pruned by the hour's range of _ts; the latest rows by the certified
+//    order).
 //
 // The last line is for scripts (bench/compare.sh).
 #include <unistd.h>
@@ -204,7 +205,9 @@ struct LakeRows {
   std::vector<std::vector<std::optional<std::string>>> rows;
 };
 
-Result<LakeRows> LakeQuery(lake::Lake& lake, const std::string& sql) {
+// `stats`, when given, gets the query's (the partitions it read).
+Result<LakeRows> LakeQuery(lake::Lake& lake, const std::string& sql,
+                           lake::QueryStats* stats = nullptr) {
   LakeRows out;
   lake::QuerySink sink;
   sink.on_columns = [&](std::span<const std::string> names) {
@@ -213,7 +216,9 @@ Result<LakeRows> LakeQuery(lake::Lake& lake, const std::string& sql) {
   sink.on_row = [&](std::span<const std::optional<std::string>> cells) {
     out.rows.emplace_back(cells.begin(), cells.end());
   };
-  WEIR_RETURN_IF_ERROR(lake.Query(sql, lake::QueryOptions{}, sink));
+  lake::QueryOptions options;
+  options.stats = stats;
+  WEIR_RETURN_IF_ERROR(lake.Query(sql, options, sink));
   return out;
 }
 
@@ -288,8 +293,11 @@ Result<Answer> DuckDbQuery(const std::string& sql, bool latest) {
   return answer;
 }
 
-Result<Answer> LakeAnswer(lake::Lake& lake, const std::string& sql, bool latest) {
-  WEIR_ASSIGN_OR_RETURN(LakeRows rows, LakeQuery(lake, sql));
+Result<Answer> LakeAnswer(lake::Lake& lake, const std::string& sql, bool latest,
+                          int64_t& partitions_read) {
+  lake::QueryStats stats;
+  WEIR_ASSIGN_OR_RETURN(LakeRows rows, LakeQuery(lake, sql, &stats));
+  partitions_read = stats.partitions_read;
   Answer answer;
   answer.rows = static_cast<int64_t>(rows.rows.size());
   if (rows.rows.empty()) return answer;
@@ -303,29 +311,6 @@ Result<Answer> LakeAnswer(lake::Lake& lake, const std::string& sql, bool latest)
     answer.b = rows.rows[0][1] ? CellInt(rows.rows[0][1]) : 0;
   }
   return answer;
-}
-
-// The files DuckDB says it scanned for `sql` over `relation` (EXPLAIN ANALYZE's "Total Files
-// Read"), or -1 if its plan does not say.
-int64_t FilesScanned(const std::string& relation_sql, const std::string& sql) {
-  auto db = sql::Database::OpenInMemory(0);
-  if (!db.ok()) return -1;
-  if (!(*db)->Execute("CREATE VIEW bids AS " + relation_sql).ok()) return -1;
-  std::string plan;
-  Status s = (*db)->Query("EXPLAIN ANALYZE " + sql, [&](const sql::Row& row) {
-    for (size_t i = 0; i < 2; ++i) {
-      if (!row.IsNull(i)) plan += std::string(row.Text(i)) + "\n";
-    }
-  });
-  if (!s.ok()) return -1;
-  int64_t files = -1;
-  for (size_t at = plan.find("Total Files Read"); at != std::string::npos;
-       at = plan.find("Total Files Read", at + 1)) {
-    size_t digit = plan.find_first_of("0123456789", at);
-    if (digit != std::string::npos)
-      files = std::max<int64_t>(files, std::stoll(plan.substr(digit)));
-  }
-  return files;
 }
 
 // Figures of one materialization.
@@ -597,8 +582,8 @@ Result<Day> BuildDay(log::LogStore& log, const fs::path& dir, const Bids& bids, 
 // shared machine falls on all of them; every answer checked against the generator's.
 struct QueryFigures {
   Timings lake_hour, parquet_hour, json_hour, lake_latest, parquet_latest, json_latest;
-  int64_t hour_files = -1;    // files DuckDB scanned for the lake's hour query
-  int64_t latest_files = -1;  // and for its latest rows
+  int64_t hour_files = -1;    // the lake's partitions its hour query read (QueryStats)
+  int64_t latest_files = -1;  // and its latest rows
 };
 
 Result<QueryFigures> TimeQueries(Day& day, const Totals& totals, int runs) {
@@ -630,12 +615,12 @@ Result<QueryFigures> TimeQueries(Day& day, const Totals& totals, int runs) {
     Answer expected;
   };
   const Case cases[] = {
-      {"lake, one hour", f.lake_hour, [&] { return LakeAnswer(lake, on_lake.hour, false); }, hour},
+      {"lake, one hour", f.lake_hour, [&] { return LakeAnswer(lake, on_lake.hour, false, f.hour_files); }, hour},
       {"DuckDB over one Parquet file, one hour", f.parquet_hour,
        [&] { return DuckDbQuery(on_parquet.hour, false); }, hour},
       {"DuckDB over JSON lines, one hour", f.json_hour,
        [&] { return DuckDbQuery(on_json.hour, false); }, hour},
-      {"lake, latest 100", f.lake_latest, [&] { return LakeAnswer(lake, on_lake.latest, true); },
+      {"lake, latest 100", f.lake_latest, [&] { return LakeAnswer(lake, on_lake.latest, true, f.latest_files); },
        latest},
       {"DuckDB over one Parquet file, latest 100", f.parquet_latest,
        [&] { return DuckDbQuery(on_parquet.latest, true); }, latest},
@@ -652,8 +637,6 @@ Result<QueryFigures> TimeQueries(Day& day, const Totals& totals, int runs) {
       }
     }
   }
-  f.hour_files = FilesScanned(day.lake_relation, on_lake.hour);
-  f.latest_files = FilesScanned(day.lake_relation, on_lake.latest);
   return f;
 }
 
@@ -727,7 +710,7 @@ int BenchLake(const BenchArgs& args) {
       day->m.cpu_s, day->lake_mib, day->parquet_mib, day->json_mib);
   auto line = [&](const char* what, Timings& lake, int64_t files, Timings& parquet, Timings& json) {
     std::printf(
-        "  %s, median of %d: lake %.1f ms (%s MiB read, %s of %lld files scanned), DuckDB over "
+        "  %s, median of %d: lake %.1f ms (%s MiB read, %s of %lld partitions read), DuckDB over "
         "one Parquet file %.1f ms (%s MiB), over JSON lines %.1f ms (%s MiB)\n",
         what, args.lake_query_runs, lake.MedianMs(), Figure(lake.MedianMib(), "%.1f").c_str(),
         Figure(static_cast<double>(files), "%.0f").c_str(), static_cast<long long>(day->partitions),

@@ -8,6 +8,7 @@
 #include <system_error>
 #include <unordered_set>
 
+#include "lake/query_plan.h"
 #include "lake/records.h"
 #include "lake/sql_text.h"
 #include "sql/database.h"
@@ -21,23 +22,6 @@ int64_t NowMs() {
       .count();
 }
 
-// Whether `name` appears in `sql` as a word (an identifier, quoted or not), ignoring case.
-bool Mentions(std::string_view sql, std::string_view name) {
-  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (size_t at = 0; at + name.size() <= sql.size(); ++at) {
-    bool same = true;
-    for (size_t i = 0; i < name.size() && same; ++i) {
-      same = std::tolower(static_cast<unsigned char>(sql[at + i])) ==
-             std::tolower(static_cast<unsigned char>(name[i]));
-    }
-    if (!same) continue;
-    const bool starts = at == 0 || !word_char(sql[at - 1]);
-    const bool ends = at + name.size() == sql.size() || !word_char(sql[at + name.size()]);
-    if (starts && ends) return true;
-  }
-  return false;
-}
-
 std::string_view TrimStatement(std::string_view sql) {
   while (!sql.empty() && (std::isspace(static_cast<unsigned char>(sql.back())) || sql.back() == ';')) {
     sql.remove_suffix(1);
@@ -45,175 +29,74 @@ std::string_view TrimStatement(std::string_view sql) {
   return sql;
 }
 
-// The relation a view's name stands for in a query: its live partitions' files, or an empty
-// table of its columns. `empty_batches` keeps what the database's scans of no records read
-// (they stay registered, so a query naming one reads an empty batch, never freed memory).
+// Defines, on the connection `db`, the relation a view's name stands for in a query: its live
+// partitions' files, or an empty relation of its columns (the view's SQL over no records). A
+// temporary view: it lives as long as the connection and no other connection sees it.
 Status DefineView(sql::Database& db, const std::filesystem::path& lake_dir, const CatalogView& view,
-                  const std::vector<PartitionRecord>& live,
-                  std::vector<std::unique_ptr<sql::ColumnBatch>>& empty_batches) {
-  std::vector<std::string> files;
+                  const std::vector<PartitionRecord>& live) {
+  std::string files;
   bool mixed = false;
   for (const PartitionRecord& p : live) {
     if (p.file.empty()) continue;
-    files.push_back(SqlString((lake_dir / p.file).string()));
+    files += (files.empty() ? "" : ", ") + SqlString((lake_dir / p.file).string());
     mixed = mixed || p.schema_hash != view.schema_hash;
   }
-  const std::string name = SqlIdentifier(view.spec.name);
+  const std::string create = "CREATE OR REPLACE TEMP VIEW " + SqlIdentifier(view.spec.name) + " AS ";
   if (!files.empty()) {
-    std::string list;
-    for (const std::string& f : files) list += (list.empty() ? "" : ", ") + f;
-    return db.Execute("CREATE VIEW " + name + " AS SELECT * FROM read_parquet([" + list + "]" +
+    return db.Execute(create + "SELECT * FROM read_parquet([" + files + "]" +
                       (mixed ? ", union_by_name = true" : "") + ")");
   }
-  // Its columns, from the view's SQL over no records (a scan named after the view: one
-  // registration per name).
-  auto& empty = empty_batches.emplace_back(std::make_unique<sql::ColumnBatch>());
-  empty->Reset(RecordBatchColumns(view.columns));
-  const std::string scan = "weir_no_records_" + std::to_string(empty_batches.size());
-  WEIR_RETURN_IF_ERROR(db.RegisterBatchScan(scan, empty.get()));
-  std::string select = "WITH records AS (SELECT * FROM " + scan + "()) SELECT * FROM ";
-  select += view.spec.sql.empty() ? "records" : "(" + view.spec.sql + ")";
-  return db.Execute("CREATE TABLE " + name + " AS " + select + " LIMIT 0");
-}
-
-// A query the certified scan order can answer: ORDER BY the first sort column of a view
-// declaring a concatenated order, with a LIMIT and nothing that looks across rows.
-struct OrderedScan {
-  const CatalogView* view = nullptr;
-  bool descending = false;
-  int64_t limit = 0;
-};
-
-// Whether `node` (a piece of DuckDB's serialized parse tree) contains something that looks
-// across rows or into another query.
-bool LooksAcrossRows(const Value& node) {
-  if (node.is_array()) {
-    return std::any_of(node.as_array().begin(), node.as_array().end(), LooksAcrossRows);
+  std::string records;
+  for (const auto& [name, type] : RecordBatchColumns(view.columns)) {
+    records += (records.empty() ? "SELECT " : ", ") + std::string("CAST(NULL AS ") +
+               std::string(sql::ColumnBatchSqlType(type)) + ") AS " + SqlIdentifier(name);
   }
-  if (!node.is_object()) return false;
-  if (auto cls = node.GetString("class"); cls && (*cls == "WINDOW" || *cls == "SUBQUERY")) {
-    return true;
-  }
-  for (const auto& [name, child] : node.as_object()) {
-    if (LooksAcrossRows(child)) return true;
-  }
-  return false;
-}
-
-// The member at a dotted path ("cte_map.map"), or null.
-const Value* At(const Value& v, std::string_view dotted) {
-  const Value* at = &v;
-  while (at && !dotted.empty()) {
-    const size_t dot = std::min(dotted.find('.'), dotted.size());
-    at = at->is_object() ? at->Find(dotted.substr(0, dot)) : nullptr;
-    dotted.remove_prefix(std::min(dot + 1, dotted.size()));
-  }
-  return at;
-}
-
-bool SameName(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-// Recognizes the form the certified scan order answers, from DuckDB's parse tree (`tree`, the
-// output of json_serialize_sql).
-std::optional<OrderedScan> MatchOrderedScan(std::string_view tree,
-                                            const std::vector<CatalogView>& views) {
-  Result<Value> parsed = Value::Parse(tree);
-  if (!parsed.ok()) return std::nullopt;
-  const Value* statements = parsed->Find("statements");
-  if (!statements || !statements->is_array() || statements->as_array().size() != 1) {
-    return std::nullopt;
-  }
-  const Value* node = statements->as_array()[0].Find("node");
-  if (!node || node->GetString("type") != "SELECT_NODE") return std::nullopt;
-  auto table = node->GetString("from_table.table_name");
-  const Value* group = node->Find("group_expressions");
-  const Value* ctes = At(*node, "cte_map.map");
-  const Value* modifiers = node->Find("modifiers");
-  const Value* select = node->Find("select_list");
-  if (!table || node->GetString("from_table.type") != "BASE_TABLE" || !group ||
-      !group->is_array() || !group->as_array().empty() || !ctes || !ctes->is_array() ||
-      !ctes->as_array().empty() || !modifiers || !modifiers->is_array() || !select ||
-      !select->is_array()) {
-    return std::nullopt;
-  }
-  for (const char* absent : {"having", "qualify", "sample", "from_table.sample"}) {
-    const Value* v = At(*node, absent);
-    if (v && !v->is_null()) return std::nullopt;
-  }
-  if (LooksAcrossRows(*select) || LooksAcrossRows(*node->Find("where_clause"))) return std::nullopt;
-  OrderedScan scan;
-  for (const CatalogView& v : views) {
-    if (SameName(v.spec.name, *table) && v.spec.order == ScanOrder::kConcatenated) scan.view = &v;
-  }
-  if (!scan.view) return std::nullopt;
-  const std::string& sort_column = scan.view->spec.sort.front();
-  bool ordered = false, limited = false;
-  for (const Value& m : modifiers->as_array()) {
-    auto type = m.GetString("type");
-    if (type == "ORDER_MODIFIER") {
-      const Value* orders = m.Find("orders");
-      if (!orders || !orders->is_array() || orders->as_array().size() != 1) return std::nullopt;
-      const Value& order = orders->as_array()[0];
-      const Value* names = At(order, "expression.column_names");
-      if (order.GetString("expression.class") != "COLUMN_REF" || !names || !names->is_array() ||
-          names->as_array().empty() || !names->as_array().back().is_string() ||
-          !SameName(names->as_array().back().as_string(), sort_column) ||
-          order.GetString("null_order") != "ORDER_DEFAULT") {
-        return std::nullopt;
-      }
-      scan.descending = order.GetString("type") == "DESCENDING";
-      ordered = true;
-    } else if (type == "LIMIT_MODIFIER") {
-      const Value* offset = m.Find("offset");
-      auto limit = m.GetInt("limit.value.value");
-      if ((offset && !offset->is_null()) || m.GetString("limit.class") != "CONSTANT" || !limit ||
-          *limit < 0) {
-        return std::nullopt;
-      }
-      scan.limit = *limit;
-      limited = true;
-    } else {
-      return std::nullopt;  // DISTINCT and the rest look across rows
-    }
-  }
-  // An alias named like the sort column would be what ORDER BY sorts by.
-  for (const Value& item : select->as_array()) {
-    auto alias = item.GetString("alias");
-    if (alias && SameName(*alias, sort_column)) return std::nullopt;
-  }
-  if (!ordered || !limited) return std::nullopt;
-  return scan;
+  return db.Execute(create + "WITH records AS (" + records + " WHERE false) SELECT * FROM " +
+                    (view.spec.sql.empty() ? "records" : "(" + view.spec.sql + ")"));
 }
 
 }  // namespace
 
 Result<std::unique_ptr<Lake>> Lake::Open(log::LogStore& log, LakeOptions options) {
   WEIR_ASSIGN_OR_RETURN(std::unique_ptr<Catalog> catalog, Catalog::Open(options.dir));
-  return std::unique_ptr<Lake>(new Lake(log, std::move(options), std::move(catalog)));
+  // The queries' database: every query is a connection to it, so none pays for opening one.
+  // Locked to the lake's directory: a query can read no other file and change no setting.
+  WEIR_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> query_db,
+                        sql::Database::OpenInMemory(options.query_threads));
+  std::string settings = "SET allowed_directories = [" + SqlString(options.dir.string() + "/") +
+                         "]; SET enable_external_access = false";
+  if (!options.query_memory_limit.empty()) {
+    settings += "; SET memory_limit = " + SqlString(options.query_memory_limit);
+  }
+  WEIR_RETURN_IF_ERROR(query_db->Execute(settings + "; SET lock_configuration = true"));
+  return std::unique_ptr<Lake>(
+      new Lake(log, std::move(options), std::move(catalog), std::move(query_db)));
 }
 
 Lake::~Lake() { StopBackground(); }
 
-std::mutex& Lake::ViewMutex(std::string_view view) {
+Lake::ViewSlot& Lake::Slot(std::string_view view) {
   std::lock_guard lock(mu_);
-  auto it = view_mutexes_.find(view);
-  if (it == view_mutexes_.end()) {
-    it = view_mutexes_.emplace(std::string(view), std::make_unique<std::mutex>()).first;
+  auto it = view_slots_.find(view);
+  if (it == view_slots_.end()) {
+    it = view_slots_.emplace(std::string(view), std::make_unique<ViewSlot>()).first;
   }
   return *it->second;
 }
 
+std::mutex& Lake::ViewMutex(std::string_view view) { return Slot(view).mu; }
+
 template <typename F>
 Status Lake::WithMaterializer(std::string_view view, F&& f) {
-  std::lock_guard lock(ViewMutex(view));
-  WEIR_ASSIGN_OR_RETURN(std::unique_ptr<Materializer> m,
-                        Materializer::Create(*catalog_, log_, options_.dir, options_.materialize));
-  return f(*m);
+  ViewSlot& slot = Slot(view);
+  std::lock_guard lock(slot.mu);
+  if (!slot.materializer) {
+    WEIR_ASSIGN_OR_RETURN(slot.materializer, Materializer::Create(*catalog_, log_, options_.dir,
+                                                                  options_.materialize));
+  }
+  Status s = f(*slot.materializer);
+  if (!s.ok()) slot.materializer.reset();  // the next call starts from a fresh one
+  return s;
 }
 
 Status Lake::Register(const ViewSpec& spec) {
@@ -228,9 +111,8 @@ Status Lake::Register(const ViewSpec& spec) {
   view.schema_hash = SchemaHash(view.spec, view.columns);
   // The SQL must bind over the records' columns (when they are known).
   if (!spec.sql.empty() && !view.columns.empty()) {
-    std::vector<std::unique_ptr<sql::ColumnBatch>> empty_batches;
-    WEIR_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db, sql::Database::OpenInMemory(1));
-    if (Status s = DefineView(*db, options_.dir, view, {}, empty_batches); !s.ok()) {
+    WEIR_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db, query_db_->Connect());
+    if (Status s = DefineView(*db, options_.dir, view, {}); !s.ok()) {
       return Status::InvalidArgument("view '" + spec.name + "': its sql does not run over its records: " +
                                      std::string(s.message()));
     }
@@ -295,67 +177,80 @@ Result<int64_t> Lake::Sweep() {
 
 Status Lake::Query(std::string_view sql_text, const QueryOptions& options, const QuerySink& sink) {
   const std::string_view statement = TrimStatement(sql_text);
-  std::vector<CatalogView> views = catalog_->Views();
-  if (options.update_first) {
-    for (const CatalogView& v : views) {
-      if (!Mentions(statement, v.spec.name)) continue;
-      WEIR_RETURN_IF_ERROR(Update(v.spec.name, /*open_too=*/true));
+  WEIR_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db, query_db_->Connect());
+  // Parsed first (no name need exist to parse), so that anything but one SELECT is refused as
+  // such before a view is brought up to date.
+  Value tree;
+  WEIR_RETURN_IF_ERROR(db->Query("SELECT json_serialize_sql(" + SqlString(statement) + ")",
+                                 [&](const sql::Row& row) {
+                                   if (auto parsed = Value::Parse(row.Text(0)); parsed.ok()) {
+                                     tree = std::move(*parsed);
+                                   }
+                                 }));
+  WEIR_RETURN_IF_ERROR(CheckOneSelect(tree));
+  // The views the statement names (a view another view's SQL reads is not one: a view's SQL
+  // reads its topic's records); the others are not defined, so that one not ready yet (its
+  // columns not inferred) cannot break a query that does not read it.
+  std::vector<CatalogView> views;
+  for (const CatalogView& v : catalog_->Views()) {
+    if (!Mentions(statement, v.spec.name)) continue;
+    if (options.update_first) WEIR_RETURN_IF_ERROR(Update(v.spec.name, /*open_too=*/true));
+    views.push_back(v);
+  }
+  if (options.update_first) {  // columns may have been inferred
+    for (CatalogView& v : views) {
+      if (std::optional<CatalogView> fresh = catalog_->GetView(v.spec.name)) v = std::move(*fresh);
     }
-    views = catalog_->Views();  // columns may have been inferred
   }
-  std::vector<std::unique_ptr<sql::ColumnBatch>> empty_batches;  // outlives db
-  WEIR_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db,
-                        sql::Database::OpenInMemory(options.threads));
-  if (!options.memory_limit.empty()) {
-    WEIR_RETURN_IF_ERROR(db->Execute("SET memory_limit = " + SqlString(options.memory_limit)));
+  // A WHERE bounding a view's first sort column: its partitions wholly outside are not read.
+  std::optional<SortRange> range;
+  std::optional<SortRangeQuery> range_query = MatchSortRange(tree, statement, views);
+  if (range_query) {
+    // A constant DuckDB cannot evaluate prunes nothing; the query itself will say what is wrong.
+    if (Result<SortRange> r = EvaluateSortRange(*db, *range_query); r.ok()) range = *r;
   }
+  QueryStats ignored_stats;
+  QueryStats& stats = options.stats ? *options.stats : ignored_stats;
+  stats = {};
   for (const CatalogView& v : views) {
-    WEIR_RETURN_IF_ERROR(DefineView(*db, options_.dir, v, catalog_->LivePartitions(v.spec.name), empty_batches)
+    std::vector<PartitionRecord> live = catalog_->LivePartitions(v.spec.name);
+    for (const PartitionRecord& p : live) stats.partitions += p.file.empty() ? 0 : 1;
+    if (range && &v == range_query->view) {
+      std::erase_if(live, [&](const PartitionRecord& p) {
+        return !range->MayHold(p, v.spec.sort.front());
+      });
+      stats.pruned = true;
+    }
+    for (const PartitionRecord& p : live) stats.partitions_read += p.file.empty() ? 0 : 1;
+    WEIR_RETURN_IF_ERROR(DefineView(*db, options_.dir, v, live)
                              .WithContext("lake view '" + v.spec.name + "'"));
   }
-  // From here on the query reaches no file but the lake's, and cannot change that.
-  WEIR_RETURN_IF_ERROR(db->Execute(
-      "SET allowed_directories = [" + SqlString(options_.dir.string() + "/") +
-      "]; SET enable_external_access = false; SET lock_configuration = true"));
   WEIR_ASSIGN_OR_RETURN(std::vector<sql::StatementKind> kinds, db->Classify(statement));
   if (kinds.size() != 1 || kinds[0] != sql::StatementKind::kSelect) {
     return Status::InvalidArgument(
-        "a lake query is one SELECT (or WITH ... SELECT) statement; this is " +
-        (kinds.size() == 1 ? "a statement of another kind" : std::to_string(kinds.size()) + " statements"));
+        "a lake query is one SELECT (or WITH ... SELECT) statement; this is a statement of "
+        "another kind");
   }
   std::vector<std::string> names;
   WEIR_RETURN_IF_ERROR(db->Query("DESCRIBE " + std::string(statement), [&](const sql::Row& row) {
     names.emplace_back(row.Text(0));
   }));
   if (sink.on_columns) sink.on_columns(names);
-  QueryStats ignored_stats;
-  QueryStats& stats = options.stats ? *options.stats : ignored_stats;
-  stats = {};
-  std::vector<PartitionRecord> scanned;  // the partitions of the views the query names
-  for (const CatalogView& v : views) {
-    if (!Mentions(statement, v.spec.name)) continue;
-    for (PartitionRecord& p : catalog_->LivePartitions(v.spec.name)) {
-      if (!p.file.empty()) scanned.push_back(std::move(p));
-    }
-  }
-  stats.partitions = static_cast<int64_t>(scanned.size());
-  std::optional<OrderedScan> ordered;
-  WEIR_RETURN_IF_ERROR(db->Query("SELECT json_serialize_sql(" + SqlString(statement) + ")",
-                                 [&](const sql::Row& row) {
-                                   ordered = MatchOrderedScan(row.Text(0), views);
-                                 }));
-  if (ordered) {
+  if (std::optional<OrderedScan> ordered = MatchOrderedScan(tree, views)) {
     WEIR_ASSIGN_OR_RETURN(std::optional<std::vector<PartitionRecord>> in_order,
                           CertifiedOrder(*ordered->view, ordered->descending));
     if (in_order) {
       stats.ordered_scan = true;
+      stats.partitions_read = 0;
       int64_t rows = 0;
       for (const PartitionRecord& p : *in_order) {
         if (rows >= ordered->limit) break;
+        if (range && ordered->view == range_query->view &&
+            !range->MayHold(p, ordered->view->spec.sort.front())) {
+          continue;
+        }
         ++stats.partitions_read;
-        WEIR_RETURN_IF_ERROR(db->Execute(
-            "CREATE OR REPLACE VIEW " + SqlIdentifier(ordered->view->spec.name) +
-            " AS SELECT * FROM read_parquet(" + SqlString((options_.dir / p.file).string()) + ")"));
+        WEIR_RETURN_IF_ERROR(DefineView(*db, options_.dir, *ordered->view, {p}));
         WEIR_RETURN_IF_ERROR(RunStreamed(*db, statement, names.size(), options.timeout, sink,
                                          ordered->limit - rows, &rows));
       }
@@ -372,8 +267,7 @@ Result<std::optional<std::vector<PartitionRecord>>> Lake::CertifiedOrder(const C
   const std::string& column = view.spec.sort.front();
   for (PartitionRecord& p : catalog_->LivePartitions(view.spec.name)) {
     if (p.file.empty()) continue;
-    const bool certifies = p.schema_hash == view.schema_hash && p.sort_min && p.sort_max &&
-                           (p.sort_order == column || p.sort_order.starts_with(column + ","));
+    const bool certifies = p.schema_hash == view.schema_hash && CertifiesRange(p, column);
     if (!certifies) return std::optional<std::vector<PartitionRecord>>();
     files.push_back(std::move(p));
   }

@@ -41,6 +41,7 @@
 #include "lake/catalog.h"
 #include "lake/materializer.h"
 #include "lake/view.h"
+#include "sql/database.h"
 #include "log/log.h"
 #include "weir/status.h"
 
@@ -51,21 +52,25 @@ struct LakeOptions {
   MaterializeOptions materialize;
   std::chrono::milliseconds retired_grace{std::chrono::minutes(1)};
   std::chrono::milliseconds orphan_grace{std::chrono::minutes(10)};
+  // Bounds on the queries (Query), shared by those running at once: DuckDB's memory_limit
+  // ("" for DuckDB's default, 80% of RAM) and its worker threads (0: one per core).
+  std::string query_memory_limit = "2GB";
+  int query_threads = 0;
   // Where background failures and progress lines go (a view whose SQL fails, a full disk).
   std::function<void(const std::string&)> on_progress;
 };
 
 // What a query read, for the curious and the benchmarks.
 struct QueryStats {
-  bool ordered_scan = false;    // answered by scanning certified partitions in order
-  int64_t partitions = 0;       // live partitions with a file, of the views it names
-  int64_t partitions_read = 0;  // those an ordered scan read before it had its rows
+  bool ordered_scan = false;  // answered by scanning certified partitions in order
+  bool pruned = false;        // its WHERE bounds a view's sort column: partitions outside skipped
+  int64_t partitions = 0;     // live partitions with a file, of the views it names
+  // Those it read: all but the pruned; for an ordered scan, those it read before it had its rows.
+  int64_t partitions_read = 0;
 };
 
 struct QueryOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
-  std::string memory_limit = "2GB";
-  int threads = 0;  // 0: DuckDB's default
   bool update_first = true;  // bring the views the query names up to date first (JIT)
   QueryStats* stats = nullptr;
 };
@@ -116,8 +121,18 @@ class Lake {
   const std::filesystem::path& dir() const { return options_.dir; }
 
  private:
-  Lake(log::LogStore& log, LakeOptions options, std::unique_ptr<Catalog> catalog)
-      : log_(log), options_(std::move(options)), catalog_(std::move(catalog)) {}
+  // A view's lock, and its materializer (kept between updates: opening one costs ~10 ms).
+  struct ViewSlot {
+    std::mutex mu;
+    std::unique_ptr<Materializer> materializer;  // guarded by mu
+  };
+  Lake(log::LogStore& log, LakeOptions options, std::unique_ptr<Catalog> catalog,
+       std::unique_ptr<sql::Database> query_db)
+      : log_(log),
+        options_(std::move(options)),
+        catalog_(std::move(catalog)),
+        query_db_(std::move(query_db)) {}
+  ViewSlot& Slot(std::string_view view);
   std::mutex& ViewMutex(std::string_view view);
   template <typename F>
   Status WithMaterializer(std::string_view view, F&& f);
@@ -133,8 +148,9 @@ class Lake {
   log::LogStore& log_;
   LakeOptions options_;
   std::unique_ptr<Catalog> catalog_;
-  std::mutex mu_;  // guards view_mutexes_ and the background thread's fields
-  std::map<std::string, std::unique_ptr<std::mutex>, std::less<>> view_mutexes_;
+  std::unique_ptr<sql::Database> query_db_;  // each query connects to it
+  std::mutex mu_;  // guards view_slots_ and the background thread's fields
+  std::map<std::string, std::unique_ptr<ViewSlot>, std::less<>> view_slots_;
   std::condition_variable wake_;
   bool stopping_ = false;
   std::thread background_;

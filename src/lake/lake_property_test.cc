@@ -188,6 +188,7 @@ class LakeProperty {
     options.materialize.max_batch_records = max_batch_records_;
     options.retired_grace = retired_grace_;
     options.orphan_grace = std::chrono::milliseconds(0);
+    options.query_threads = 1;
     auto lake = Lake::Open(*log_, std::move(options));
     ASSERT_TRUE(lake.ok()) << lake.status().ToString();
     lake_ = std::move(*lake);

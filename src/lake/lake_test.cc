@@ -220,6 +220,16 @@ TEST_F(LakeTest, QueriesAreReadOnlyAndStayInTheLake) {
     Status s = QueryStatus(sql);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << sql << ": " << s.ToString();
   }
+  // Refused for what they are, before any name is looked up (the table need not exist).
+  for (const char* sql : {"INSERT INTO nowhere VALUES (1)", "DROP TABLE nowhere"}) {
+    Status s = QueryStatus(sql);
+    EXPECT_EQ(s.message(),
+              "a lake query is one SELECT (or WITH ... SELECT) statement; this is a statement of "
+              "another kind")
+        << sql;
+  }
+  EXPECT_NE(QueryStatus("SELECT 1; SELECT 2").message().find("2 statements"), std::string::npos);
+  EXPECT_NE(QueryStatus("SELEC 1").message().find("does not parse"), std::string::npos);
   for (const char* sql : {"SELECT * FROM read_csv('/etc/passwd')",
                           "SELECT * FROM read_text('/etc/hostname')",
                           "SELECT * FROM read_parquet('/tmp/*.parquet')"}) {
@@ -345,6 +355,73 @@ TEST_F(LakeTest, TheLatestRowsComeFromCertifiedPartitionsInOrderAndAnOverlapFail
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
   EXPECT_NE(s.message().find("overlap"), std::string::npos) << s.ToString();
   EXPECT_EQ(Rows("SELECT count(*) FROM scan_view"), (std::vector<std::string>{"16"}));
+}
+
+TEST_F(LakeTest, AViewNotReadyYetDoesNotBreakQueriesOfTheOthers) {
+  log::Topic& t = Topic("ready");
+  Append(t, {R"({"a":1})"});
+  ASSERT_TRUE(lake_->Register(Spec("ready_view", "ready")).ok());
+  // A view of a topic with no record yet: its SQL's columns are not known until one comes.
+  Topic("quiet");
+  ViewSpec waiting = Spec("waiting_view", "quiet");
+  waiting.sql = "SELECT page FROM records";
+  Status registered = lake_->Register(waiting);
+  ASSERT_TRUE(registered.ok()) << registered.ToString();
+  EXPECT_EQ(Rows("SELECT a FROM ready_view"), (std::vector<std::string>{"1"}));
+}
+
+TEST_F(LakeTest, AWhereOnTheSortColumnReadsOnlyThePartitionsInItsRange) {
+  log::Topic& t = Topic("pruned");
+  ViewSpec by_n = Spec("by_n", "pruned");
+  by_n.partition = std::chrono::milliseconds(300);
+  by_n.sort = {"n"};
+  ASSERT_TRUE(lake_->Register(by_n).ok());
+  ViewSpec by_ts = Spec("by_ts", "pruned");
+  by_ts.partition = std::chrono::milliseconds(300);
+  by_ts.sort = {"_ts"};
+  ASSERT_TRUE(lake_->Register(by_ts).ok());
+  // Three spans: n in [10b, 10b+4] at event times [1000000b, 1000000b+4] ms.
+  for (int burst = 0; burst < 3; ++burst) {
+    std::vector<std::string> values;
+    for (int i = 0; i < 5; ++i) values.push_back("{\"n\":" + std::to_string(burst * 10 + i) + "}");
+    Append(t, values, 0, burst * 1'000'000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  }
+  LakeOptions options;
+  options.materialize.seal_grace = std::chrono::milliseconds(0);
+  OpenLake(options);
+  QueryStats stats;
+  QueryOptions query;
+  query.stats = &stats;
+  struct Case {
+    std::string sql;
+    std::string answer;
+    bool pruned;
+    int64_t read;
+  };
+  const Case cases[] = {
+      {"SELECT count(*), sum(n) FROM by_n WHERE n >= 10 AND n < 15", "5|60", true, 1},
+      {"SELECT count(*), sum(n) FROM by_n WHERE n BETWEEN 3 AND 11.5", "4|28", true, 2},
+      {"SELECT count(*), sum(n) FROM by_n v WHERE 20 <= v.n AND n % 2 = 0", "3|66", true, 1},
+      {"SELECT count(*), sum(n) FROM by_n WHERE n = 4", "1|4", true, 1},
+      {"SELECT count(*), sum(n) FROM by_n WHERE n > 100", "0|NULL", true, 0},
+      // Not recognized: every partition is read.
+      {"SELECT count(*), sum(n) FROM by_n WHERE n >= 10 OR n < 1", "11|170", false, 3},
+      {"SELECT count(*), sum(n) FROM by_n WHERE n > (SELECT max(n) - 3 FROM by_n)", "3|69", false,
+       3},
+      {"SELECT count(*), sum(n) FROM by_n WHERE n + 0 >= 20", "5|110", false, 3},
+      // A timestamp column, bounded by a TIMESTAMP and by a string DuckDB casts.
+      {"SELECT count(*), sum(n) FROM by_ts WHERE _ts >= TIMESTAMP '1970-01-01 00:16:40' AND "
+       "_ts < '1970-01-01 00:25:00'",
+       "5|60", true, 1},
+      {"SELECT count(*) FROM by_ts WHERE _ts > DATE '1970-01-01'", "14", true, 3},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(Rows(c.sql, query), std::vector<std::string>{c.answer}) << c.sql;
+    EXPECT_EQ(stats.partitions, 3) << c.sql;
+    EXPECT_EQ(stats.pruned, c.pruned) << c.sql;
+    EXPECT_EQ(stats.partitions_read, c.read) << c.sql;
+  }
 }
 
 TEST(ViewYaml, ParsesEveryKeyAndNamesTheOffendingPath) {

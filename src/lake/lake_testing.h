@@ -411,7 +411,6 @@ inline Result<Rows> LakeRows(Lake& lake, const std::string& query, bool update_f
   };
   QueryOptions options;
   options.update_first = update_first;
-  options.threads = 1;
   WEIR_RETURN_IF_ERROR(lake.Query(query, options, sink));
   return rows;
 }

@@ -117,11 +117,9 @@ struct Materializer::State {
       // a concatenated scan order is certified with.
       const std::string c = SqlIdentifier(view.spec.sort[0]);
       WEIR_RETURN_IF_ERROR(db->Query(
-          "SELECT COALESCE(TRY_CAST(min(" + c + ") AS DOUBLE), epoch_ms(TRY_CAST(min(" + c +
-              ") AS TIMESTAMP))::DOUBLE), COALESCE(TRY_CAST(max(" + c +
-              ") AS DOUBLE), epoch_ms(TRY_CAST(max(" + c +
-              ") AS TIMESTAMP))::DOUBLE), any_value(typeof(" + c + ")), count(*) - count(" + c +
-              ") FROM read_parquet(" + SqlString(path.string()) + ")",
+          "SELECT " + SortKeyNumber("min(" + c + ")") + ", " + SortKeyNumber("max(" + c + ")") +
+              ", any_value(typeof(" + c + ")), count(*) - count(" + c + ") FROM read_parquet(" +
+              SqlString(path.string()) + ")",
           [&](const sql::Row& row) {
             const std::string_view type = row.IsNull(2) ? "" : row.Text(2);
             if (row.Int(3) != 0) return;  // NULLs sort apart: no range to certify

@@ -35,4 +35,12 @@ inline std::string SqlDouble(double value) {
   return buffer;
 }
 
+// The number a value of a view's sort column is certified and pruned by (PartitionRecord::
+// sort_min/max): the value itself for a number, epoch milliseconds for a timestamp or a date,
+// NULL for anything else. `expr` is SQL.
+inline std::string SortKeyNumber(std::string_view expr) {
+  const std::string e(expr);
+  return "COALESCE(TRY_CAST(" + e + " AS DOUBLE), epoch_ms(TRY_CAST(" + e + " AS TIMESTAMP))::DOUBLE)";
+}
+
 }  // namespace weir::lake

@@ -56,6 +56,10 @@ std::string_view ColumnBatchTypeName(ColumnBatch::Type type) {
   return "?";
 }
 
+std::string_view ColumnBatchSqlType(ColumnBatch::Type type) {
+  return type == ColumnBatch::Type::kTimestampMs ? "TIMESTAMP" : ColumnBatchTypeName(type);
+}
+
 void ColumnBatch::Reset(std::vector<std::pair<std::string, Type>> columns) {
   bool same = columns.size() == columns_.size();
   for (size_t i = 0; same && i < columns.size(); ++i) {

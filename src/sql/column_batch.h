@@ -150,5 +150,7 @@ class ColumnBatch {
 };
 
 std::string_view ColumnBatchTypeName(ColumnBatch::Type type);
+// The SQL type DuckDB sees a column of `type` as ("TIMESTAMP" for kTimestampMs).
+std::string_view ColumnBatchSqlType(ColumnBatch::Type type);
 
 }  // namespace weir::sql
