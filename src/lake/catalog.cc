@@ -19,6 +19,7 @@ CREATE TABLE IF NOT EXISTS partitions (
   rows BIGINT NOT NULL, event_min_ms BIGINT, event_max_ms BIGINT, sort_order VARCHAR NOT NULL,
   sort_min DOUBLE, sort_max DOUBLE, file VARCHAR NOT NULL, bytes BIGINT NOT NULL,
   sealed INTEGER NOT NULL, retired_ms BIGINT, PRIMARY KEY (view, instance));
+CREATE TABLE IF NOT EXISTS counters (name VARCHAR PRIMARY KEY, value BIGINT NOT NULL);
 )";
 
 constexpr std::string_view kPartitionColumns =
@@ -132,7 +133,11 @@ Status Catalog::Load() {
   for (const PartitionRecord& p : partitions_) {
     next_instance_ = std::max(next_instance_, p.instance + 1);
   }
-  return Status::OK();
+  // Above the instances forgotten too: a file name is never used twice.
+  return db_->Query("SELECT value FROM counters WHERE name = 'next_instance'",
+                    [&](const sql::Row& row) {
+                      next_instance_ = std::max(next_instance_, row.Int(0));
+                    });
 }
 
 Status Catalog::PutView(const CatalogView& view) {
@@ -255,10 +260,14 @@ Status Catalog::Forget(const std::vector<PartitionRecord>& retired) {
   if (retired.empty()) return Status::OK();
   std::lock_guard lock(mu_);
   std::string sql = "BEGIN TRANSACTION;";
+  int64_t next_instance = 0;
   for (const PartitionRecord& p : retired) {
     sql += "DELETE FROM partitions WHERE view = " + SqlString(p.view) +
            " AND instance = " + std::to_string(p.instance) + " AND retired_ms IS NOT NULL;";
+    next_instance = std::max(next_instance, p.instance + 1);
   }
+  sql += "INSERT INTO counters VALUES ('next_instance', " + std::to_string(next_instance) +
+         ") ON CONFLICT (name) DO UPDATE SET value = greatest(value, excluded.value);";
   sql += "COMMIT;";
   if (Status s = db_->Execute(sql); !s.ok()) {
     (void)db_->Execute("ROLLBACK");

@@ -121,6 +121,32 @@ TEST_F(LakeTest, RecordsThatDoNotFitTheColumnsAreDeadLetteredAndTheRestWritten) 
   EXPECT_EQ((*dlq)->partition(PartitionId(0)).NextOffset().value(), 2);
 }
 
+TEST_F(LakeTest, ARebuildForANewSchemaDeadLettersTheRecordsThatNoLongerFit) {
+  log::Topic& t = Topic("prices");
+  Append(t, {R"({"id":1,"price":10})", R"({"id":2,"price":2.5})", R"({"id":"three"})"});
+  ViewSpec spec = Spec("prices_view", "prices");
+  spec.columns = {{"id", ColumnKind::kBigInt}, {"price", ColumnKind::kDouble}};
+  ASSERT_TRUE(lake_->Register(spec).ok());
+  EXPECT_EQ(Rows("SELECT count(*) FROM prices_view"), (std::vector<std::string>{"2"}));
+  auto dlq = log_->GetTopic("lake.prices_view.dlq");
+  ASSERT_TRUE(dlq.ok());
+  log::Partition& dead_letters = (*dlq)->partition(PartitionId(0));
+  EXPECT_EQ(dead_letters.NextOffset().value(), 1);
+  // The same schema rebuilt: nothing is sent again.
+  ASSERT_TRUE(lake_->Rebuild("prices_view").ok());
+  EXPECT_EQ(dead_letters.NextOffset().value(), 1);
+  // price becomes a bigint: 2.5 no longer fits, and "three" fits no better than before.
+  spec.columns = {{"id", ColumnKind::kBigInt}, {"price", ColumnKind::kBigInt}};
+  ASSERT_TRUE(lake_->Register(spec).ok());
+  EXPECT_EQ(Rows("SELECT id, price FROM prices_view"), (std::vector<std::string>{"1|10"}));
+  log::PartitionReader reader(dead_letters, Offset(1));
+  auto dead = reader.Next();
+  ASSERT_TRUE(dead.ok());
+  ASSERT_EQ(dead->size(), 2u);
+  EXPECT_NE((*dead)[0].value.find("2.5"), std::string_view::npos) << (*dead)[0].value;
+  EXPECT_NE((*dead)[1].value.find("three"), std::string_view::npos) << (*dead)[1].value;
+}
+
 TEST_F(LakeTest, ASqlTransformShapesTheFilesAndAFilteredOutRangeIsAnEmptyPartition) {
   log::Topic& t = Topic("events");
   Append(t, {R"({"kind":"view","n":1})", R"({"kind":"buy","n":2})", R"({"kind":"buy","n":5})"});
@@ -204,6 +230,19 @@ TEST_F(LakeTest, TheCatalogRefusesOverlappingPartitionsAndKeepsCommitsAcrossReop
   ASSERT_EQ(live.size(), 1u);
   EXPECT_EQ(live[0].instance, 2);
   EXPECT_GE((*reopened)->NextInstance(), 3);
+  // A file name is never used twice: not after the highest instance is retired and forgotten.
+  PartitionRecord highest = p;
+  highest.instance = 90;
+  highest.begin_offset = 12;
+  highest.end_offset = 14;
+  ASSERT_TRUE((*reopened)->Commit("v", {highest}, {}, 4).ok());
+  ASSERT_TRUE((*reopened)->Commit("v", {}, {90}, 5).ok());
+  ASSERT_TRUE((*reopened)->Forget((*reopened)->RetiredBefore(5)).ok());
+  reopened->reset();
+  auto after_forget = Catalog::Open(dir_.path() / "other-lake");
+  ASSERT_TRUE(after_forget.ok());
+  EXPECT_EQ((*after_forget)->LivePartitions("v").size(), 1u);
+  EXPECT_GT((*after_forget)->NextInstance(), 90);
   // The lake itself, reopened, answers the same.
   OpenLake();
   EXPECT_EQ(Rows("SELECT sum(a) FROM cv"), (std::vector<std::string>{"3"}));

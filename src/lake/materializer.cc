@@ -224,6 +224,7 @@ struct Materializer::State {
                                 std::to_string(merged.rows) + " rows where its inputs hold " +
                                 std::to_string(rows) + "; not committed");
     }
+    Figures().rows += merged.rows;
     return merged;
   }
 
@@ -401,9 +402,11 @@ struct Materializer::State {
       if (p.schema_hash == view.schema_hash || p.begin_offset < first || p.end_offset > visible) {
         continue;
       }
+      // Under the new schema a record may not fit where it did: dead-lettered (again, with the
+      // new reason, if it did not fit the old one either).
       WEIR_ASSIGN_OR_RETURN(PartitionRecord rebuilt,
                             WriteRange(view, partition, p.begin_offset, p.end_offset,
-                                       p.span_start_ms, p.span_ms, p.sealed, false));
+                                       p.span_start_ms, p.span_ms, p.sealed, true));
       WEIR_RETURN_IF_ERROR(CommitNew(view, rebuilt, {p.instance}));
     }
     int64_t next = first;
@@ -525,9 +528,12 @@ Status Materializer::Rebuild(std::string_view name, MaterializeFigures* figures)
           std::to_string(p.topic_partition) + ", which the log no longer holds (first offset " +
           std::to_string(partition.FirstOffset().value()) + ")");
     }
-    WEIR_ASSIGN_OR_RETURN(PartitionRecord rebuilt,
-                          state_->WriteRange(view, partition, p.begin_offset, p.end_offset,
-                                             p.span_start_ms, p.span_ms, p.sealed, false));
+    // A partition of the view's schema sent its records that did not fit when it was written;
+    // a stale one's may not fit the new schema (as in Update).
+    WEIR_ASSIGN_OR_RETURN(
+        PartitionRecord rebuilt,
+        state_->WriteRange(view, partition, p.begin_offset, p.end_offset, p.span_start_ms,
+                           p.span_ms, p.sealed, p.schema_hash != view.schema_hash));
     WEIR_RETURN_IF_ERROR(state_->CommitNew(view, rebuilt, {p.instance}));
   }
   return Status::OK();
