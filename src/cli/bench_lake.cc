@@ -615,13 +615,14 @@ Result<QueryFigures> TimeQueries(Day& day, const Totals& totals, int runs) {
     Answer expected;
   };
   const Case cases[] = {
-      {"lake, one hour", f.lake_hour, [&] { return LakeAnswer(lake, on_lake.hour, false, f.hour_files); }, hour},
+      {"lake, one hour", f.lake_hour,
+       [&] { return LakeAnswer(lake, on_lake.hour, false, f.hour_files); }, hour},
       {"DuckDB over one Parquet file, one hour", f.parquet_hour,
        [&] { return DuckDbQuery(on_parquet.hour, false); }, hour},
       {"DuckDB over JSON lines, one hour", f.json_hour,
        [&] { return DuckDbQuery(on_json.hour, false); }, hour},
-      {"lake, latest 100", f.lake_latest, [&] { return LakeAnswer(lake, on_lake.latest, true, f.latest_files); },
-       latest},
+      {"lake, latest 100", f.lake_latest,
+       [&] { return LakeAnswer(lake, on_lake.latest, true, f.latest_files); }, latest},
       {"DuckDB over one Parquet file, latest 100", f.parquet_latest,
        [&] { return DuckDbQuery(on_parquet.latest, true); }, latest},
       {"DuckDB over JSON lines, latest 100", f.json_latest,

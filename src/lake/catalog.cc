@@ -43,8 +43,8 @@ std::string InsertValues(const PartitionRecord& p) {
          std::to_string(p.span_start_ms) + ", " + std::to_string(p.span_ms) + ", " +
          std::to_string(p.rows) + ", " + OrNull(p.event_min_ms) + ", " + OrNull(p.event_max_ms) +
          ", " + SqlString(p.sort_order) + ", " + OrNull(p.sort_min) + ", " + OrNull(p.sort_max) +
-         ", " + SqlString(p.file) + ", " + std::to_string(p.bytes) + ", " +
-         (p.sealed ? "1" : "0") + ", " + OrNull(p.retired_ms) + ")";
+         ", " + SqlString(p.file) + ", " + std::to_string(p.bytes) + ", " + (p.sealed ? "1" : "0") +
+         ", " + OrNull(p.retired_ms) + ")";
 }
 
 std::optional<int64_t> OptionalInt(const sql::Row& row, size_t i) {
@@ -100,7 +100,9 @@ std::string ColumnsJson(const std::vector<ViewColumn>& columns) {
 Result<std::unique_ptr<Catalog>> Catalog::Open(const std::filesystem::path& lake_dir) {
   std::error_code ec;
   std::filesystem::create_directories(lake_dir, ec);
-  if (ec) return Status::IOError("creating the lake directory " + lake_dir.string() + ": " + ec.message());
+  if (ec)
+    return Status::IOError("creating the lake directory " + lake_dir.string() + ": " +
+                           ec.message());
   WEIR_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db,
                         sql::Database::OpenFile(lake_dir / "catalog.duckdb", {.threads = 1}));
   WEIR_RETURN_IF_ERROR(db->Execute(kSchema));
@@ -126,26 +128,25 @@ Status Catalog::Load() {
                           .schema_hash = std::string(row.Text(2))});
       }));
   WEIR_RETURN_IF_ERROR(bad);
-  WEIR_RETURN_IF_ERROR(db_->Query(
-      "SELECT " + std::string(kPartitionColumns) +
-          " FROM partitions ORDER BY view, topic_partition, begin_offset, instance",
-      [&](const sql::Row& row) { partitions_.push_back(ReadPartition(row)); }));
+  WEIR_RETURN_IF_ERROR(
+      db_->Query("SELECT " + std::string(kPartitionColumns) +
+                     " FROM partitions ORDER BY view, topic_partition, begin_offset, instance",
+                 [&](const sql::Row& row) { partitions_.push_back(ReadPartition(row)); }));
   for (const PartitionRecord& p : partitions_) {
     next_instance_ = std::max(next_instance_, p.instance + 1);
   }
   // Above the instances forgotten too: a file name is never used twice.
-  return db_->Query("SELECT value FROM counters WHERE name = 'next_instance'",
-                    [&](const sql::Row& row) {
-                      next_instance_ = std::max(next_instance_, row.Int(0));
-                    });
+  return db_->Query(
+      "SELECT value FROM counters WHERE name = 'next_instance'",
+      [&](const sql::Row& row) { next_instance_ = std::max(next_instance_, row.Int(0)); });
 }
 
 Status Catalog::PutView(const CatalogView& view) {
   std::lock_guard lock(mu_);
-  WEIR_RETURN_IF_ERROR(db_->Execute(
-      "INSERT OR REPLACE INTO views VALUES (" + SqlString(view.spec.name) + ", " +
-      SqlString(view.spec.ToJson()) + ", " + SqlString(ColumnsJson(view.columns)) + ", " +
-      SqlString(view.schema_hash) + ")"));
+  WEIR_RETURN_IF_ERROR(
+      db_->Execute("INSERT OR REPLACE INTO views VALUES (" + SqlString(view.spec.name) + ", " +
+                   SqlString(view.spec.ToJson()) + ", " + SqlString(ColumnsJson(view.columns)) +
+                   ", " + SqlString(view.schema_hash) + ")"));
   auto it = std::find_if(views_.begin(), views_.end(),
                          [&](const CatalogView& v) { return v.spec.name == view.spec.name; });
   if (it == views_.end()) {
@@ -176,7 +177,8 @@ std::vector<PartitionRecord> Catalog::LivePartitions(std::string_view view) cons
     if (p.view == view && !p.retired_ms) out.push_back(p);
   }
   std::sort(out.begin(), out.end(), [](const PartitionRecord& a, const PartitionRecord& b) {
-    return std::tie(a.topic_partition, a.begin_offset) < std::tie(b.topic_partition, b.begin_offset);
+    return std::tie(a.topic_partition, a.begin_offset) <
+           std::tie(b.topic_partition, b.begin_offset);
   });
   return out;
 }
@@ -206,21 +208,21 @@ Status Catalog::Commit(std::string_view view, const std::vector<PartitionRecord>
     const PartitionRecord& a = added[i];
     const std::string where = "lake catalog: view '" + std::string(view) + "' partition " +
                               std::to_string(a.topic_partition) + " offsets [" +
-                              std::to_string(a.begin_offset) + ", " +
-                              std::to_string(a.end_offset) + ")";
+                              std::to_string(a.begin_offset) + ", " + std::to_string(a.end_offset) +
+                              ")";
     if (a.view != view || a.begin_offset >= a.end_offset) {
       return Status::FailedPrecondition(where + ": not a range of this view");
     }
     for (const PartitionRecord& p : partitions_) {
       if (!p.retired_ms && !is_retired_here(p.instance) && Overlaps(a, p)) {
-        return Status::FailedPrecondition(where + " overlaps live partition " +
-                                          std::to_string(p.instance) + " [" +
-                                          std::to_string(p.begin_offset) + ", " +
-                                          std::to_string(p.end_offset) + ")");
+        return Status::FailedPrecondition(
+            where + " overlaps live partition " + std::to_string(p.instance) + " [" +
+            std::to_string(p.begin_offset) + ", " + std::to_string(p.end_offset) + ")");
       }
     }
     for (size_t j = 0; j < i; ++j) {
-      if (Overlaps(a, added[j])) return Status::FailedPrecondition(where + " overlaps another added partition");
+      if (Overlaps(a, added[j]))
+        return Status::FailedPrecondition(where + " overlaps another added partition");
     }
   }
   std::string sql = "BEGIN TRANSACTION;";

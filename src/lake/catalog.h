@@ -45,7 +45,7 @@ struct PartitionRecord {
   int64_t append_max_ms = 0;
   int64_t span_start_ms = 0;  // the insert-time span it belongs to: [start, start + length)
   int64_t span_ms = 0;
-  int64_t rows = 0;  // rows in the file (after the view's SQL)
+  int64_t rows = 0;                     // rows in the file (after the view's SQL)
   std::optional<int64_t> event_min_ms;  // the records' timestamps, for pruning
   std::optional<int64_t> event_max_ms;
   std::string sort_order;  // the columns the file is really sorted by, comma-separated; "" none

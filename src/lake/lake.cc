@@ -23,7 +23,8 @@ int64_t NowMs() {
 }
 
 std::string_view TrimStatement(std::string_view sql) {
-  while (!sql.empty() && (std::isspace(static_cast<unsigned char>(sql.back())) || sql.back() == ';')) {
+  while (!sql.empty() &&
+         (std::isspace(static_cast<unsigned char>(sql.back())) || sql.back() == ';')) {
     sql.remove_suffix(1);
   }
   return sql;
@@ -41,7 +42,8 @@ Status DefineView(sql::Database& db, const std::filesystem::path& lake_dir, cons
     files += (files.empty() ? "" : ", ") + SqlString((lake_dir / p.file).string());
     mixed = mixed || p.schema_hash != view.schema_hash;
   }
-  const std::string create = "CREATE OR REPLACE TEMP VIEW " + SqlIdentifier(view.spec.name) + " AS ";
+  const std::string create =
+      "CREATE OR REPLACE TEMP VIEW " + SqlIdentifier(view.spec.name) + " AS ";
   if (!files.empty()) {
     return db.Execute(create + "SELECT * FROM read_parquet([" + files + "]" +
                       (mixed ? ", union_by_name = true" : "") + ")");
@@ -113,8 +115,9 @@ Status Lake::Register(const ViewSpec& spec) {
   if (!spec.sql.empty() && !view.columns.empty()) {
     WEIR_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db, query_db_->Connect());
     if (Status s = DefineView(*db, options_.dir, view, {}); !s.ok()) {
-      return Status::InvalidArgument("view '" + spec.name + "': its sql does not run over its records: " +
-                                     std::string(s.message()));
+      return Status::InvalidArgument(
+          "view '" + spec.name +
+          "': its sql does not run over its records: " + std::string(s.message()));
     }
   }
   return catalog_->PutView(view);
@@ -150,12 +153,15 @@ Status Lake::Merge(std::string_view view, std::chrono::milliseconds span,
 Result<int64_t> Lake::Sweep() {
   const int64_t now = NowMs();
   int64_t removed = 0;
-  std::vector<PartitionRecord> retired = catalog_->RetiredBefore(now - options_.retired_grace.count());
+  std::vector<PartitionRecord> retired =
+      catalog_->RetiredBefore(now - options_.retired_grace.count());
   for (const PartitionRecord& p : retired) {
     if (p.file.empty()) continue;
     std::error_code ec;
     if (std::filesystem::remove(options_.dir / p.file, ec)) ++removed;
-    if (ec) return Status::IOError("lake: removing " + (options_.dir / p.file).string() + ": " + ec.message());
+    if (ec)
+      return Status::IOError("lake: removing " + (options_.dir / p.file).string() + ": " +
+                             ec.message());
   }
   WEIR_RETURN_IF_ERROR(catalog_->Forget(retired));
   // Orphans: Parquet files under a view's folder that the catalog does not name.
@@ -176,6 +182,38 @@ Result<int64_t> Lake::Sweep() {
 }
 
 Status Lake::Query(std::string_view sql_text, const QueryOptions& options, const QuerySink& sink) {
+  QueryProgress progress;
+  Status s = QueryOnce(sql_text, options, sink, progress);
+  if (s.ok() || s.code() == StatusCode::kResourceExhausted || s.code() == StatusCode::kCancelled) {
+    return s;
+  }
+  // A partition's file DuckDB could not read (corrupt, truncated, gone): written again from the
+  // log, and the query run again if it gave nothing yet.
+  std::optional<PartitionRecord> damaged;
+  for (const CatalogView& v : catalog_->Views()) {
+    for (PartitionRecord& p : catalog_->LivePartitions(v.spec.name)) {
+      if (!p.file.empty() &&
+          s.message().find((options_.dir / p.file).string()) != std::string::npos) {
+        damaged = std::move(p);
+      }
+    }
+  }
+  if (!damaged) return s;
+  const std::string problem = "cannot be read (" + std::string(s.message()) + ")";
+  WEIR_RETURN_IF_ERROR(WithMaterializer(damaged->view, [&](Materializer& m) {
+    return m.Repair(damaged->view, damaged->instance, problem);
+  }));
+  if (progress.rows > 0) {
+    return s.WithContext("lake view '" + damaged->view + "': partition " +
+                         std::to_string(damaged->instance) +
+                         " could not be read after rows were given; it has been written again "
+                         "from the log: run the query again");
+  }
+  return QueryOnce(sql_text, options, sink, progress);
+}
+
+Status Lake::QueryOnce(std::string_view sql_text, const QueryOptions& options,
+                       const QuerySink& sink, QueryProgress& progress) {
   const std::string_view statement = TrimStatement(sql_text);
   WEIR_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db, query_db_->Connect());
   // Parsed first (no name need exist to parse), so that anything but one SELECT is refused as
@@ -216,14 +254,13 @@ Status Lake::Query(std::string_view sql_text, const QueryOptions& options, const
     std::vector<PartitionRecord> live = catalog_->LivePartitions(v.spec.name);
     for (const PartitionRecord& p : live) stats.partitions += p.file.empty() ? 0 : 1;
     if (range && &v == range_query->view) {
-      std::erase_if(live, [&](const PartitionRecord& p) {
-        return !range->MayHold(p, v.spec.sort.front());
-      });
+      std::erase_if(
+          live, [&](const PartitionRecord& p) { return !range->MayHold(p, v.spec.sort.front()); });
       stats.pruned = true;
     }
     for (const PartitionRecord& p : live) stats.partitions_read += p.file.empty() ? 0 : 1;
-    WEIR_RETURN_IF_ERROR(DefineView(*db, options_.dir, v, live)
-                             .WithContext("lake view '" + v.spec.name + "'"));
+    WEIR_RETURN_IF_ERROR(
+        DefineView(*db, options_.dir, v, live).WithContext("lake view '" + v.spec.name + "'"));
   }
   WEIR_ASSIGN_OR_RETURN(std::vector<sql::StatementKind> kinds, db->Classify(statement));
   if (kinds.size() != 1 || kinds[0] != sql::StatementKind::kSelect) {
@@ -232,17 +269,17 @@ Status Lake::Query(std::string_view sql_text, const QueryOptions& options, const
         "another kind");
   }
   std::vector<std::string> names;
-  WEIR_RETURN_IF_ERROR(db->Query("DESCRIBE " + std::string(statement), [&](const sql::Row& row) {
-    names.emplace_back(row.Text(0));
-  }));
-  if (sink.on_columns) sink.on_columns(names);
+  WEIR_RETURN_IF_ERROR(db->Query("DESCRIBE " + std::string(statement),
+                                 [&](const sql::Row& row) { names.emplace_back(row.Text(0)); }));
+  if (sink.on_columns && !progress.columns_given) sink.on_columns(names);
+  progress.columns_given = true;
   if (std::optional<OrderedScan> ordered = MatchOrderedScan(tree, views)) {
     WEIR_ASSIGN_OR_RETURN(std::optional<std::vector<PartitionRecord>> in_order,
                           CertifiedOrder(*ordered->view, ordered->descending));
     if (in_order) {
       stats.ordered_scan = true;
       stats.partitions_read = 0;
-      int64_t rows = 0;
+      int64_t& rows = progress.rows;
       for (const PartitionRecord& p : *in_order) {
         if (rows >= ordered->limit) break;
         if (range && ordered->view == range_query->view &&
@@ -257,12 +294,12 @@ Status Lake::Query(std::string_view sql_text, const QueryOptions& options, const
       return Status::OK();
     }
   }
-  int64_t rows = 0;
-  return RunStreamed(*db, statement, names.size(), options.timeout, sink, INT64_MAX, &rows);
+  return RunStreamed(*db, statement, names.size(), options.timeout, sink, INT64_MAX,
+                     &progress.rows);
 }
 
 Result<std::optional<std::vector<PartitionRecord>>> Lake::CertifiedOrder(const CatalogView& view,
-                                                                       bool descending) const {
+                                                                         bool descending) const {
   std::vector<PartitionRecord> files;
   const std::string& column = view.spec.sort.front();
   for (PartitionRecord& p : catalog_->LivePartitions(view.spec.name)) {
@@ -283,7 +320,8 @@ Result<std::optional<std::vector<PartitionRecord>>> Lake::CertifiedOrder(const C
           std::to_string(files[i].instance) + " [" + SqlDouble(*files[i].sort_min) + ", " +
           SqlDouble(*files[i].sort_max) +
           "] overlap; refusing to return rows out of order (declare `order: file` if the view's "
-          "partitions may overlap in " + column + ")");
+          "partitions may overlap in " +
+          column + ")");
     }
   }
   if (descending) std::reverse(files.begin(), files.end());

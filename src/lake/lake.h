@@ -20,9 +20,18 @@
 // ranges overlap, the query fails (kFailedPrecondition) rather than return rows out of order;
 // if some partition does not certify, DuckDB sorts as for any query.
 //
+// Pruning: a WHERE bounding a view's first sort column with constants reads only the
+// partitions whose certified range meets the bounds (query_plan.h).
+//
 // Queries are read-only: one SELECT (or WITH ... SELECT) statement; anything else, and any
-// function reaching files outside the lake, is refused. Each runs on a DuckDB of its own with a
-// time limit (interrupted past it) and a memory limit, and its rows are streamed to the caller.
+// function reaching files outside the lake, is refused. Each runs on a connection of its own to
+// the lake's query database, with a time limit (interrupted past it, kResourceExhausted); the
+// queries running at once share its memory limit; rows are streamed to the caller.
+//
+// Damaged files: an update finds a live partition's file missing or of another size than the
+// catalog says, or a query fails reading it: the partition is written again from the log (the
+// query then runs again, if it had given no row yet); if the log no longer holds its range, the
+// error (kCorruption) names the file, what is wrong with it and the offsets that are gone.
 //
 // Threads: every method may be called from any thread. Updates of one view are serialized.
 #pragma once
@@ -41,8 +50,8 @@
 #include "lake/catalog.h"
 #include "lake/materializer.h"
 #include "lake/view.h"
-#include "sql/database.h"
 #include "log/log.h"
+#include "sql/database.h"
 #include "weir/status.h"
 
 namespace weir::lake {
@@ -133,6 +142,13 @@ class Lake {
         catalog_(std::move(catalog)),
         query_db_(std::move(query_db)) {}
   ViewSlot& Slot(std::string_view view);
+  // What a query has given its sink so far (a retry must not give it again).
+  struct QueryProgress {
+    bool columns_given = false;
+    int64_t rows = 0;
+  };
+  Status QueryOnce(std::string_view sql, const QueryOptions& options, const QuerySink& sink,
+                   QueryProgress& progress);
   std::mutex& ViewMutex(std::string_view view);
   template <typename F>
   Status WithMaterializer(std::string_view view, F&& f);
@@ -140,10 +156,10 @@ class Lake {
   // The view's live partitions in the order of its first sort column, if every one certifies
   // that order; nullopt if one does not; kFailedPrecondition if two overlap.
   Result<std::optional<std::vector<PartitionRecord>>> CertifiedOrder(const CatalogView& view,
-                                                                    bool descending) const;
+                                                                     bool descending) const;
   static Status RunStreamed(sql::Database& db, std::string_view statement, size_t columns,
-                            std::chrono::milliseconds timeout, const QuerySink& sink,
-                            int64_t limit, int64_t* rows);
+                            std::chrono::milliseconds timeout, const QuerySink& sink, int64_t limit,
+                            int64_t* rows);
 
   log::LogStore& log_;
   LakeOptions options_;

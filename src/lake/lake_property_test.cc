@@ -112,7 +112,8 @@ class LakeProperty {
     if (rng_() % 2 == 0) {
       ASSERT_NO_FATAL_FAILURE(CompareQueries());
     } else {
-      for (const ViewPlan& plan : plans_) ASSERT_NO_FATAL_FAILURE(Op(Update(plan, rng_() % 2 == 0)));
+      for (const ViewPlan& plan : plans_)
+        ASSERT_NO_FATAL_FAILURE(Op(Update(plan, rng_() % 2 == 0)));
     }
     ASSERT_NO_FATAL_FAILURE(AfterStep());
 
@@ -218,8 +219,7 @@ class LakeProperty {
         const bool read = std::find(t.fields.begin(), t.fields.end(), field) != t.fields.end();
         if (!read && rng_() % 2 == 0) continue;
         const std::vector<ColumnKind> kinds = KindsOf(field);
-        plan.spec.columns.push_back(
-            {field, read ? kinds[0] : kinds[rng_() % kinds.size()]});
+        plan.spec.columns.push_back({field, read ? kinds[0] : kinds[rng_() % kinds.size()]});
       }
     }
     plan.spec.sort = RandomSort(plan);
@@ -293,7 +293,8 @@ class LakeProperty {
   void Op(const Status& s) { ASSERT_TRUE(s.ok()) << s.ToString() << History(); }
 
   void Burst(bool clean) {
-    const int count = clean ? 40 + static_cast<int>(rng_() % 40) : 1 + static_cast<int>(rng_() % 60);
+    const int count =
+        clean ? 40 + static_cast<int>(rng_() % 40) : 1 + static_cast<int>(rng_() % 60);
     Result<log::Topic*> topic = log_->GetTopic("events");
     ASSERT_TRUE(topic.ok());
     Note("append " + std::to_string(count) + " records from id " + std::to_string(next_id_));
@@ -325,9 +326,10 @@ class LakeProperty {
       Result<ViewStatus> status = lake_->Describe(plan.spec.name);
       ASSERT_TRUE(status.ok());
       for (const PartitionRecord& p : status->partitions) {
-        written_[plan.spec.name].insert(
-            {.tp = p.topic_partition, .begin = p.begin_offset, .end = p.end_offset,
-             .schema_hash = p.schema_hash});
+        written_[plan.spec.name].insert({.tp = p.topic_partition,
+                                         .begin = p.begin_offset,
+                                         .end = p.end_offset,
+                                         .schema_hash = p.schema_hash});
         if (p.schema_hash == status->view.schema_hash) {
           columns_of_schema_[p.schema_hash] = status->view.columns;
         }
@@ -361,7 +363,8 @@ class LakeProperty {
     };
     std::string where = " WHERE true";
     if (has("_ts")) {
-      const int64_t a = 1'700'000'000'000 - 60'000 + static_cast<int64_t>(rng_() % (10 * next_id_ + 60'000));
+      const int64_t a =
+          1'700'000'000'000 - 60'000 + static_cast<int64_t>(rng_() % (10 * next_id_ + 60'000));
       const int64_t b = a + static_cast<int64_t>(rng_() % (10 * next_id_ + 1));
       where = " WHERE _ts BETWEEN epoch_ms(" + std::to_string(a) + ") AND epoch_ms(" +
               std::to_string(b) + ")";
@@ -467,7 +470,7 @@ class LakeProperty {
   std::unique_ptr<Lake> lake_;
   std::unique_ptr<lt::Reference> reference_;
   std::vector<ViewPlan> plans_;
-  std::map<std::string, std::set<Written>> written_;              // by view
+  std::map<std::string, std::set<Written>> written_;                  // by view
   std::map<std::string, std::vector<ViewColumn>> columns_of_schema_;  // by schema hash
   std::vector<std::string> history_;
   int64_t queries_ = 0;
@@ -561,8 +564,8 @@ TEST(LakePropertyTest, RandomViewsAndSchedulesAgreeWithDuckDbOverTheTopicsRecord
   int64_t records = 0, queries = 0, dead = 0;
   const auto start = std::chrono::steady_clock::now();
   for (uint64_t seed : seeds) {
-    SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun it alone with WEIR_LAKE_SEED=" +
-                 std::to_string(seed) + ")");
+    SCOPED_TRACE("seed " + std::to_string(seed) +
+                 " (rerun it alone with WEIR_LAKE_SEED=" + std::to_string(seed) + ")");
     LakeProperty run(seed);
     run.Run();
     records += run.records();
@@ -570,11 +573,12 @@ TEST(LakePropertyTest, RandomViewsAndSchedulesAgreeWithDuckDbOverTheTopicsRecord
     dead += run.dead_letters();
     if (::testing::Test::HasFatalFailure() || ::testing::Test::HasFailure()) break;
   }
-  std::printf("lake property test: %zu seeds, %lld records, %lld queries compared, %lld dead "
-              "letters, %.1f s\n",
-              seeds.size(), static_cast<long long>(records), static_cast<long long>(queries),
-              static_cast<long long>(dead),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  std::printf(
+      "lake property test: %zu seeds, %lld records, %lld queries compared, %lld dead "
+      "letters, %.1f s\n",
+      seeds.size(), static_cast<long long>(records), static_cast<long long>(queries),
+      static_cast<long long>(dead),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 }  // namespace

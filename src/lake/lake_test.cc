@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "lake/records.h"
@@ -50,6 +51,21 @@ class LakeTest : public ::testing::Test {
     ASSERT_TRUE(appended.ok()) << appended.status().ToString();
   }
 
+  // Appends three bursts of records (`burst(b)`: the values of burst b, at event times from
+  // `ts(b)`), each in a span of its own (`span` of append time apart), then reopens the lake
+  // sealing spans as soon as they close (`options`' other fields kept).
+  void AppendInThreeSpans(log::Topic& topic, std::chrono::milliseconds span,
+                          const std::function<std::vector<std::string>(int)>& burst,
+                          const std::function<int64_t(int)>& ts, LakeOptions options = {}) {
+    for (int b = 0; b < 3; ++b) {
+      Append(topic, burst(b), 0, ts(b));
+      std::this_thread::sleep_for(span + std::chrono::milliseconds(50));
+    }
+    options.materialize.seal_grace = std::chrono::milliseconds(0);
+    OpenLake(options);
+  }
+  static int64_t AtOneSecond(int) { return 1000; }
+
   // The query's rows as lines of cells joined by '|' (NULL as "NULL").
   std::vector<std::string> Rows(const std::string& sql, QueryOptions options = {}) {
     std::vector<std::string> rows;
@@ -91,10 +107,9 @@ TEST_F(LakeTest, AViewWithoutSqlHasTheRecordsFieldsAndTheirPositions) {
             (std::vector<std::string>{"a|2.0|NULL|0|0|k|1000", "b|3.5|1|1|0|k|1001"}));
   auto status = lake_->Describe("clicks_view");
   ASSERT_TRUE(status.ok());
-  EXPECT_EQ(status->view.columns,
-            (std::vector<ViewColumn>{{"page", ColumnKind::kVarchar},
-                                     {"amount", ColumnKind::kDouble},
-                                     {"_ts", ColumnKind::kBigInt}}));
+  EXPECT_EQ(status->view.columns, (std::vector<ViewColumn>{{"page", ColumnKind::kVarchar},
+                                                           {"amount", ColumnKind::kDouble},
+                                                           {"_ts", ColumnKind::kBigInt}}));
   EXPECT_EQ(status->rows, 2);
 }
 
@@ -145,6 +160,59 @@ TEST_F(LakeTest, ARebuildForANewSchemaDeadLettersTheRecordsThatNoLongerFit) {
   ASSERT_EQ(dead->size(), 2u);
   EXPECT_NE((*dead)[0].value.find("2.5"), std::string_view::npos) << (*dead)[0].value;
   EXPECT_NE((*dead)[1].value.find("three"), std::string_view::npos) << (*dead)[1].value;
+}
+
+TEST_F(LakeTest, ADamagedFileIsWrittenAgainFromTheLogOrNamedWhenTheLogLostItsRange) {
+  // Segments of 4 KiB, and records of 5: each burst of two fills its own segment, so the log
+  // can drop the first burst alone.
+  auto created = log_->GetOrCreateTopic("fragile", {.segment_bytes = 4096});
+  ASSERT_TRUE(created.ok());
+  log::Topic& t = **created;
+  ViewSpec spec = Spec("fragile_view", "fragile");
+  spec.partition = std::chrono::milliseconds(200);
+  ASSERT_TRUE(lake_->Register(spec).ok());
+  const std::string pad = ",\"pad\":\"" + std::string(5000, 'x') + "\"}";
+  AppendInThreeSpans(
+      t, spec.partition,
+      [&](int b) {
+        return std::vector<std::string>{"{\"n\":" + std::to_string(b) + pad, "{\"n\":10" + pad};
+      },
+      AtOneSecond);
+  const std::vector<std::string> sum{"6|33"};
+  EXPECT_EQ(Rows("SELECT count(*), sum(n) FROM fragile_view"), sum);
+  auto files = [&] {
+    std::vector<std::filesystem::path> paths;
+    const Result<ViewStatus> status = lake_->Describe("fragile_view");
+    for (const PartitionRecord& p : status->partitions) {
+      paths.push_back(dir_.path() / "lake" / p.file);
+    }
+    return paths;
+  };
+  ASSERT_EQ(files().size(), 3u);
+  // Gone, truncated, and its footer overwritten in place (same size: only reading tells).
+  std::filesystem::remove(files()[0]);
+  EXPECT_EQ(Rows("SELECT count(*), sum(n) FROM fragile_view"), sum);
+  std::filesystem::resize_file(files()[1], 100);
+  EXPECT_EQ(Rows("SELECT count(*), sum(n) FROM fragile_view"), sum);
+  const std::filesystem::path overwritten = files()[2];
+  {
+    std::fstream f(overwritten, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-8, std::ios::end);
+    f.write("garbage!", 8);
+  }
+  EXPECT_EQ(Rows("SELECT count(*), sum(n) FROM fragile_view"), sum);
+  EXPECT_EQ(lake_->Describe("fragile_view")->partitions.size(), 3u);
+  // The log no longer holds the first partition's range: the error names the file and why.
+  const PartitionRecord lost = lake_->Describe("fragile_view")->partitions[0];
+  ASSERT_TRUE(t.partition(PartitionId(0)).DeleteBefore(Offset(lost.end_offset)).ok());
+  ASSERT_GT(t.partition(PartitionId(0)).FirstOffset().value(), lost.begin_offset);
+  std::filesystem::remove(dir_.path() / "lake" / lost.file);
+  Status s = QueryStatus("SELECT count(*) FROM fragile_view");
+  EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+  EXPECT_NE(s.message().find(lost.file), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("is missing"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("no longer holds its offsets [0, 2)"), std::string::npos)
+      << s.ToString();
 }
 
 TEST_F(LakeTest, ASqlTransformShapesTheFilesAndAFilteredOutRangeIsAnEmptyPartition) {
@@ -212,8 +280,11 @@ TEST_F(LakeTest, TheCatalogRefusesOverlappingPartitionsAndKeepsCommitsAcrossReop
   ASSERT_TRUE(lake_->Update("cv", true).ok());
   auto catalog = Catalog::Open(dir_.path() / "other-lake");
   ASSERT_TRUE(catalog.ok());
-  PartitionRecord p{.view = "v", .instance = 1, .source_hash = "0000000000000000",
-                    .begin_offset = 0, .end_offset = 10};
+  PartitionRecord p{.view = "v",
+                    .instance = 1,
+                    .source_hash = "0000000000000000",
+                    .begin_offset = 0,
+                    .end_offset = 10};
   ASSERT_TRUE((*catalog)->Commit("v", {p}, {}, 1).ok());
   PartitionRecord overlapping = p;
   overlapping.instance = 2;
@@ -269,9 +340,9 @@ TEST_F(LakeTest, QueriesAreReadOnlyAndStayInTheLake) {
   }
   EXPECT_NE(QueryStatus("SELECT 1; SELECT 2").message().find("2 statements"), std::string::npos);
   EXPECT_NE(QueryStatus("SELEC 1").message().find("does not parse"), std::string::npos);
-  for (const char* sql : {"SELECT * FROM read_csv('/etc/passwd')",
-                          "SELECT * FROM read_text('/etc/hostname')",
-                          "SELECT * FROM read_parquet('/tmp/*.parquet')"}) {
+  for (const char* sql :
+       {"SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM read_text('/etc/hostname')",
+        "SELECT * FROM read_parquet('/tmp/*.parquet')"}) {
     Status s = QueryStatus(sql);
     EXPECT_FALSE(s.ok()) << sql;
   }
@@ -316,15 +387,16 @@ TEST_F(LakeTest, MergesCheckTheirInputsAndTheSweepRemovesRetiredFilesAndOrphans)
   spec.partition = std::chrono::seconds(1);
   spec.sort = {"a"};
   ASSERT_TRUE(lake_->Register(spec).ok());
-  for (int i = 0; i < 3; ++i) {
-    Append(t, {"{\"a\":" + std::to_string(10 - i) + "}", "{\"a\":" + std::to_string(i) + "}"});
-    std::this_thread::sleep_for(std::chrono::milliseconds(1050));
-  }
   LakeOptions options;
-  options.materialize.seal_grace = std::chrono::milliseconds(0);
   options.retired_grace = std::chrono::milliseconds(0);
   options.orphan_grace = std::chrono::milliseconds(0);
-  OpenLake(options);
+  AppendInThreeSpans(
+      t, spec.partition,
+      [](int b) {
+        return std::vector<std::string>{"{\"a\":" + std::to_string(10 - b) + "}",
+                                        "{\"a\":" + std::to_string(b) + "}"};
+      },
+      AtOneSecond, options);
   Status updated = lake_->Update("mv", false);
   ASSERT_TRUE(updated.ok()) << updated.ToString();
   auto spans = lake_->Describe("mv");
@@ -363,15 +435,14 @@ TEST_F(LakeTest, TheLatestRowsComeFromCertifiedPartitionsInOrderAndAnOverlapFail
   spec.order = ScanOrder::kConcatenated;
   ASSERT_TRUE(lake_->Register(spec).ok());
   // Three spans, each holding a range of n above the one before (rows unsorted inside).
-  for (int burst = 0; burst < 3; ++burst) {
-    std::vector<std::string> values;
-    for (int i = 4; i >= 0; --i) values.push_back("{\"n\":" + std::to_string(burst * 10 + i) + "}");
-    Append(t, values);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1050));
-  }
-  LakeOptions options;
-  options.materialize.seal_grace = std::chrono::milliseconds(0);
-  OpenLake(options);
+  AppendInThreeSpans(
+      t, spec.partition,
+      [](int b) {
+        std::vector<std::string> values;
+        for (int i = 4; i >= 0; --i) values.push_back("{\"n\":" + std::to_string(b * 10 + i) + "}");
+        return values;
+      },
+      AtOneSecond);
   QueryStats stats;
   QueryOptions query;
   query.stats = &stats;
@@ -420,15 +491,14 @@ TEST_F(LakeTest, AWhereOnTheSortColumnReadsOnlyThePartitionsInItsRange) {
   by_ts.sort = {"_ts"};
   ASSERT_TRUE(lake_->Register(by_ts).ok());
   // Three spans: n in [10b, 10b+4] at event times [1000000b, 1000000b+4] ms.
-  for (int burst = 0; burst < 3; ++burst) {
-    std::vector<std::string> values;
-    for (int i = 0; i < 5; ++i) values.push_back("{\"n\":" + std::to_string(burst * 10 + i) + "}");
-    Append(t, values, 0, burst * 1'000'000);
-    std::this_thread::sleep_for(std::chrono::milliseconds(350));
-  }
-  LakeOptions options;
-  options.materialize.seal_grace = std::chrono::milliseconds(0);
-  OpenLake(options);
+  AppendInThreeSpans(
+      t, by_n.partition,
+      [](int b) {
+        std::vector<std::string> values;
+        for (int i = 0; i < 5; ++i) values.push_back("{\"n\":" + std::to_string(b * 10 + i) + "}");
+        return values;
+      },
+      [](int b) { return int64_t{b} * 1'000'000; });
   QueryStats stats;
   QueryOptions query;
   query.stats = &stats;
@@ -494,7 +564,8 @@ views:
   for (const Bad& bad : {
            Bad{"views: {a: {sql: x}}", "views.a: missing 'topic'"},
            Bad{"views: {a: {topic: t, partition: 1y}}", "views.a.partition: expected a duration"},
-           Bad{"views: {a: {topic: t, columns: {x: text}}}", "views.a.columns.x: expected a column type"},
+           Bad{"views: {a: {topic: t, columns: {x: text}}}",
+               "views.a.columns.x: expected a column type"},
            Bad{"views: {a: {topic: t, order: file}}", "views.a.order: a scan order needs"},
            Bad{"views: {a: {topic: t, colums: {}}}", "unknown key 'colums'"},
            Bad{"views: {'a/b': {topic: t}}", "view name"},

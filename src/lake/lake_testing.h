@@ -299,8 +299,10 @@ inline std::string RecordsSql(const std::vector<ViewColumn>& columns) {
         expr = "TRY_CAST(" + text + " AS BOOLEAN)";
         break;
       case ColumnKind::kJson:
-        expr = "CASE WHEN coalesce(json_type(value, " + path + "), 'NULL') = 'NULL' THEN NULL "
-               "ELSE json_extract(value, " + path + ") END";
+        expr = "CASE WHEN coalesce(json_type(value, " + path +
+               "), 'NULL') = 'NULL' THEN NULL "
+               "ELSE json_extract(value, " +
+               path + ") END";
         break;
     }
     sql += ", " + expr + " AS " + SqlIdentifier(RecordColumnName(c.name));
@@ -350,15 +352,15 @@ class Reference {
   // The rows of `query` as text (the lake's form: every column CAST to VARCHAR).
   Result<Rows> Query(const std::string& query) {
     Rows rows;
-    WEIR_RETURN_IF_ERROR(db_->Query(
-        "SELECT CAST(COLUMNS(*) AS VARCHAR) FROM (" + query + ") AS weir_q",
-        [&](const sql::Row& row) {
-          std::vector<std::optional<std::string>> cells(row.size());
-          for (size_t i = 0; i < row.size(); ++i) {
-            if (!row.IsNull(i)) cells[i] = std::string(row.Text(i));
-          }
-          rows.push_back(JoinCells(cells));
-        }));
+    WEIR_RETURN_IF_ERROR(
+        db_->Query("SELECT CAST(COLUMNS(*) AS VARCHAR) FROM (" + query + ") AS weir_q",
+                   [&](const sql::Row& row) {
+                     std::vector<std::optional<std::string>> cells(row.size());
+                     for (size_t i = 0; i < row.size(); ++i) {
+                       if (!row.IsNull(i)) cells[i] = std::string(row.Text(i));
+                     }
+                     rows.push_back(JoinCells(cells));
+                   }));
     return rows;
   }
 
@@ -389,9 +391,7 @@ class Reference {
         "SELECT partition, \"offset\" FROM raw WHERE partition = " + std::to_string(tp) +
             " AND \"offset\" >= " + std::to_string(begin) + " AND \"offset\" < " +
             std::to_string(end) + " AND NOT " + FitsSql(columns),
-        [&](const sql::Row& row) {
-          out.emplace(static_cast<int32_t>(row.Int(0)), row.Int(1));
-        }));
+        [&](const sql::Row& row) { out.emplace(static_cast<int32_t>(row.Int(0)), row.Int(1)); }));
     return out;
   }
 
@@ -496,12 +496,12 @@ struct PartitionCheck {
 };
 
 // Checks, for the view's live partitions: they tile [first offset of the log, end of the last)
-// of each topic partition without overlap (these tests keep every record: no retention); each one's source records, source hash and append
-// times are those of its range in the log; a partition has a file iff it has rows, the file
-// exists with the catalog's size and row count, holds only rows of its range and is sorted as
-// the catalog says. Returns the problems found, each a line.
-inline std::vector<std::string> CheckPartitions(Lake& lake, log::LogStore& log,
-                                                sql::Database& db, const std::string& view_name,
+// of each topic partition without overlap (these tests keep every record: no retention); each one's
+// source records, source hash and append times are those of its range in the log; a partition has a
+// file iff it has rows, the file exists with the catalog's size and row count, holds only rows of
+// its range and is sorted as the catalog says. Returns the problems found, each a line.
+inline std::vector<std::string> CheckPartitions(Lake& lake, log::LogStore& log, sql::Database& db,
+                                                const std::string& view_name,
                                                 const PartitionCheck& check = {}) {
   std::vector<std::string> problems;
   auto problem = [&](const PartitionRecord* p, const std::string& what) {
@@ -546,8 +546,8 @@ inline std::vector<std::string> CheckPartitions(Lake& lake, log::LogStore& log,
       }
     }
     if (parts.back()->end_offset > partition.NextOffset().value()) {
-      problem(parts.back(), "ends past the log's visible end " +
-                                std::to_string(partition.NextOffset().value()));
+      problem(parts.back(),
+              "ends past the log's visible end " + std::to_string(partition.NextOffset().value()));
       continue;
     }
     // The log's records of each range: count, source hash, append times.
@@ -632,8 +632,8 @@ inline std::vector<std::string> CheckPartitions(Lake& lake, log::LogStore& log,
       int64_t outside = -1;
       s = db.Query("SELECT count(*) FROM " + parquet + " WHERE _partition <> " +
                        std::to_string(p.topic_partition) + " OR _offset < " +
-                       std::to_string(p.begin_offset) + " OR _offset >= " +
-                       std::to_string(p.end_offset),
+                       std::to_string(p.begin_offset) +
+                       " OR _offset >= " + std::to_string(p.end_offset),
                    [&](const sql::Row& row) { outside = row.Int(0); });
       if (!s.ok() || outside != 0) {
         problem(&p, s.ok() ? std::to_string(outside) + " rows outside its range" : s.ToString());
@@ -641,9 +641,11 @@ inline std::vector<std::string> CheckPartitions(Lake& lake, log::LogStore& log,
     }
     const bool fresh = p.schema_hash == view.schema_hash;
     std::string wanted_order;
-    for (const std::string& c : view.spec.sort) wanted_order += (wanted_order.empty() ? "" : ",") + c;
+    for (const std::string& c : view.spec.sort)
+      wanted_order += (wanted_order.empty() ? "" : ",") + c;
     if (fresh && p.sort_order != wanted_order) {
-      problem(&p, "sort order '" + p.sort_order + "' where the view sorts by '" + wanted_order + "'");
+      problem(&p,
+              "sort order '" + p.sort_order + "' where the view sorts by '" + wanted_order + "'");
     }
     if (!p.sort_order.empty()) {
       // Sorted as certified: no row is before its predecessor (NULLs last, DuckDB's default).
@@ -664,33 +666,33 @@ inline std::vector<std::string> CheckPartitions(Lake& lake, log::LogStore& log,
       for (size_t i = sort.size(); i-- > 0;) {
         const std::string n = "n" + std::to_string(i), v = "v" + std::to_string(i);
         const std::string pn = "lag(" + n + ") OVER w", pv = "lag(" + v + ") OVER w";
-        after = "(" + pn + " > " + n + " OR (" + pn + " = " + n + " AND ((" + n + " AND " +
-                after + ") OR (NOT " + n + " AND (" + pv + " > " + v + " OR (" + pv + " = " + v +
-                " AND " + after + "))))))";
+        after = "(" + pn + " > " + n + " OR (" + pn + " = " + n + " AND ((" + n + " AND " + after +
+                ") OR (NOT " + n + " AND (" + pv + " > " + v + " OR (" + pv + " = " + v + " AND " +
+                after + "))))))";
       }
       int64_t unsorted = -1;
       s = db.Query("SELECT count(*) FILTER (WHERE unsorted) FROM (SELECT " + after +
-                       " AS unsorted FROM (SELECT " + keys + ", file_row_number FROM read_parquet(" +
-                       SqlString(file.string()) +
+                       " AS unsorted FROM (SELECT " + keys +
+                       ", file_row_number FROM read_parquet(" + SqlString(file.string()) +
                        ", file_row_number = true)) WINDOW w AS (ORDER BY file_row_number))",
                    [&](const sql::Row& row) { unsorted = row.Int(0); });
       if (!s.ok() || unsorted != 0) {
-        problem(&p, s.ok() ? std::to_string(unsorted) + " rows out of its sort order " + p.sort_order
-                           : "checking its order: " + s.ToString());
+        problem(&p, s.ok()
+                        ? std::to_string(unsorted) + " rows out of its sort order " + p.sort_order
+                        : "checking its order: " + s.ToString());
       }
     }
     if (check.reference != nullptr && fresh && check.per_partition_rows) {
       // Its rows are the view's SQL over exactly its range's records.
-      const std::string range =
-          "(SELECT * FROM " + SqlIdentifier(view.spec.name + "__records") +
-          " WHERE _partition = " + std::to_string(p.topic_partition) +
-          " AND _offset >= " + std::to_string(p.begin_offset) +
-          " AND _offset < " + std::to_string(p.end_offset) + ")";
+      const std::string range = "(SELECT * FROM " + SqlIdentifier(view.spec.name + "__records") +
+                                " WHERE _partition = " + std::to_string(p.topic_partition) +
+                                " AND _offset >= " + std::to_string(p.begin_offset) +
+                                " AND _offset < " + std::to_string(p.end_offset) + ")";
       const std::string want = Reference::ViewSql(view, range);
       int64_t differ = -1;
-      s = db.Query("SELECT count(*) FROM ((SELECT * FROM " + parquet + " EXCEPT ALL SELECT * FROM (" +
-                       want + ")) UNION ALL (SELECT * FROM (" + want +
-                       ") EXCEPT ALL SELECT * FROM " + parquet + "))",
+      s = db.Query("SELECT count(*) FROM ((SELECT * FROM " + parquet +
+                       " EXCEPT ALL SELECT * FROM (" + want + ")) UNION ALL (SELECT * FROM (" +
+                       want + ") EXCEPT ALL SELECT * FROM " + parquet + "))",
                    [&](const sql::Row& row) { differ = row.Int(0); });
       if (!s.ok() || differ != 0) {
         problem(&p, s.ok() ? std::to_string(differ) +
@@ -704,15 +706,15 @@ inline std::vector<std::string> CheckPartitions(Lake& lake, log::LogStore& log,
     for (const PartitionRecord& p : status->partitions) {
       if (p.schema_hash != view.schema_hash) continue;
       std::optional<int64_t> lo, hi;
-      Status s = db.Query(
-          "SELECT min(epoch_ms(_ts)), max(epoch_ms(_ts)) FROM " +
-              SqlIdentifier(view.spec.name + "__records") + " WHERE _partition = " +
-              std::to_string(p.topic_partition) + " AND _offset >= " +
-              std::to_string(p.begin_offset) + " AND _offset < " + std::to_string(p.end_offset),
-          [&](const sql::Row& row) {
-            if (!row.IsNull(0)) lo = row.Int(0);
-            if (!row.IsNull(1)) hi = row.Int(1);
-          });
+      Status s = db.Query("SELECT min(epoch_ms(_ts)), max(epoch_ms(_ts)) FROM " +
+                              SqlIdentifier(view.spec.name + "__records") +
+                              " WHERE _partition = " + std::to_string(p.topic_partition) +
+                              " AND _offset >= " + std::to_string(p.begin_offset) +
+                              " AND _offset < " + std::to_string(p.end_offset),
+                          [&](const sql::Row& row) {
+                            if (!row.IsNull(0)) lo = row.Int(0);
+                            if (!row.IsNull(1)) hi = row.Int(1);
+                          });
       if (!s.ok()) {
         problem(&p, "event times: " + s.ToString());
       } else if (lo != p.event_min_ms || hi != p.event_max_ms) {

@@ -76,7 +76,9 @@ struct Materializer::State {
         view.spec.name + "/" + std::to_string(tp) + "/" + std::to_string(instance) + ".parquet";
     std::error_code ec;
     std::filesystem::create_directories((lake_dir / relative).parent_path(), ec);
-    if (ec) return Status::IOError("creating " + (lake_dir / relative).parent_path().string() + ": " + ec.message());
+    if (ec)
+      return Status::IOError("creating " + (lake_dir / relative).parent_path().string() + ": " +
+                             ec.message());
     return relative;
   }
 
@@ -124,9 +126,8 @@ struct Materializer::State {
             const std::string_view type = row.IsNull(2) ? "" : row.Text(2);
             if (row.Int(3) != 0) return;  // NULLs sort apart: no range to certify
             const bool ordered_number = type.starts_with("TIMESTAMP") || type == "BIGINT" ||
-                                        type == "INTEGER" || type == "DOUBLE" ||
-                                        type == "FLOAT" || type == "SMALLINT" ||
-                                        type == "TINYINT" || type == "DATE";
+                                        type == "INTEGER" || type == "DOUBLE" || type == "FLOAT" ||
+                                        type == "SMALLINT" || type == "TINYINT" || type == "DATE";
             if (ordered_number && !row.IsNull(0) && !row.IsNull(1)) {
               p.sort_min = row.Double(0);
               p.sort_max = row.Double(1);
@@ -155,15 +156,56 @@ struct Materializer::State {
                                         {"offset", Value(record.offset.value())}});
     log::RecordBatchBuilder builder;
     builder.Add(record.timestamp, Key(),
-                dataflow::MakeDeadLetterValue("lake view '" + view.spec.name + "': " +
-                                                  std::string(reason.message()),
-                                              "topic " + view.spec.topic, std::move(position),
-                                              record.value));
+                dataflow::MakeDeadLetterValue(
+                    "lake view '" + view.spec.name + "': " + std::string(reason.message()),
+                    "topic " + view.spec.topic, std::move(position), record.value));
     log::Partition& partition = topic->partition(PartitionId(0));
     WEIR_ASSIGN_OR_RETURN(Offset at, partition.Append(builder));
     dead_letters = &partition;
     dead_letters_end = at.value() + 1;
     return Status::OK();
+  }
+
+  // What is wrong with a partition's file, by the catalog: "is missing", or "has N bytes where
+  // the catalog says M" (truncated, replaced); "" when nothing shows without reading it.
+  std::string FileProblem(const PartitionRecord& p) const {
+    if (p.file.empty()) return "";
+    std::error_code ec;
+    const uintmax_t size = std::filesystem::file_size(lake_dir / p.file, ec);
+    if (ec == std::errc::no_such_file_or_directory) return "is missing";
+    if (ec) return "cannot be read (" + ec.message() + ")";
+    if (static_cast<int64_t>(size) == p.bytes) return "";
+    return "has " + std::to_string(size) + " bytes where the catalog says " +
+           std::to_string(p.bytes);
+  }
+
+  // Writes `p`'s range again from the log, as the view's schema has it, retiring `p` in the same
+  // commit. `problem`: what is wrong with its file ("" for a stale partition), for the error if
+  // the log no longer holds the range. Under a new schema a record may not fit where it did:
+  // dead-lettered (again, with the new reason, if it did not fit the old one either); a damaged
+  // partition of the view's schema sent its dead letters when it was first written.
+  Status Rewrite(const CatalogView& view, log::Partition& partition, const PartitionRecord& p,
+                 std::string_view problem) {
+    const int64_t first = partition.FirstOffset().value();
+    if (p.begin_offset < first || p.end_offset > partition.NextOffset().value()) {
+      const std::string range = "offsets [" + std::to_string(p.begin_offset) + ", " +
+                                std::to_string(p.end_offset) + ") of topic " + view.spec.topic +
+                                " partition " + std::to_string(p.topic_partition);
+      const std::string partition_name = "partition " + std::to_string(p.instance);
+      if (problem.empty()) {
+        return Status::FailedPrecondition(
+            "lake view '" + view.spec.name + "': " + partition_name + " covers " + range +
+            ", which the log no longer holds (first offset " + std::to_string(first) + ")");
+      }
+      return Status::Corruption("lake view '" + view.spec.name + "': the file " +
+                                (lake_dir / p.file).string() + " of " + partition_name + " " +
+                                std::string(problem) + ", and the log no longer holds its " +
+                                range + " to write it again");
+    }
+    WEIR_ASSIGN_OR_RETURN(PartitionRecord rebuilt,
+                          WriteRange(view, partition, p.begin_offset, p.end_offset, p.span_start_ms,
+                                     p.span_ms, p.sealed, p.schema_hash != view.schema_hash));
+    return CommitNew(view, rebuilt, {p.instance});
   }
 
   // Merges `inputs` (contiguous, same schema hash) into one partition of the given span.
@@ -192,10 +234,10 @@ struct Materializer::State {
                                           " has another schema hash; rebuild it before merging");
       }
       if (i > 0 && inputs[i - 1].end_offset != p.begin_offset) {
-        return Status::FailedPrecondition(
-            "lake view '" + view.spec.name + "': partitions " +
-            std::to_string(inputs[i - 1].instance) + " and " + std::to_string(p.instance) +
-            " are not contiguous; not merged");
+        return Status::FailedPrecondition("lake view '" + view.spec.name + "': partitions " +
+                                          std::to_string(inputs[i - 1].instance) + " and " +
+                                          std::to_string(p.instance) +
+                                          " are not contiguous; not merged");
       }
       std::optional<SourceHash> h = SourceHash::FromString(p.source_hash);
       if (!h) return Status::Corruption("lake catalog: bad source hash " + p.source_hash);
@@ -206,8 +248,12 @@ struct Materializer::State {
       merged.append_max_ms = std::max(merged.append_max_ms, p.append_max_ms);
       merged.append_min_ms = std::min(merged.append_min_ms, p.append_min_ms);
       if (i > 0) merged.source_records += p.source_records;
-      if (p.event_min_ms) merged.event_min_ms = std::min(merged.event_min_ms.value_or(*p.event_min_ms), *p.event_min_ms);
-      if (p.event_max_ms) merged.event_max_ms = std::max(merged.event_max_ms.value_or(*p.event_max_ms), *p.event_max_ms);
+      if (p.event_min_ms)
+        merged.event_min_ms =
+            std::min(merged.event_min_ms.value_or(*p.event_min_ms), *p.event_min_ms);
+      if (p.event_max_ms)
+        merged.event_max_ms =
+            std::max(merged.event_max_ms.value_or(*p.event_max_ms), *p.event_max_ms);
     }
     merged.source_hash = hash.ToString();
     if (files.empty()) {
@@ -216,7 +262,8 @@ struct Materializer::State {
     }
     WEIR_ASSIGN_OR_RETURN(merged.file, NewFile(view, merged.topic_partition, merged.instance));
     WEIR_RETURN_IF_ERROR(CopyToFile(
-        view, "SELECT * FROM read_parquet(" + ParquetList(lake_dir, files) + ")" + OrderBy(view.spec),
+        view,
+        "SELECT * FROM read_parquet(" + ParquetList(lake_dir, files) + ")" + OrderBy(view.spec),
         merged));
     if (merged.rows != rows) {
       Remove(merged.file);
@@ -397,17 +444,15 @@ struct Materializer::State {
     }
     const int64_t first = partition.FirstOffset().value();
     const int64_t visible = partition.NextOffset().value();
-    // Stale partitions, rebuilt while the log holds them.
+    // Stale partitions, rebuilt while the log holds them (a stale one it no longer holds stays);
+    // damaged ones, rebuilt or reported.
     for (const PartitionRecord& p : live) {
-      if (p.schema_hash == view.schema_hash || p.begin_offset < first || p.end_offset > visible) {
-        continue;
+      const bool stale = p.schema_hash != view.schema_hash;
+      const std::string problem = FileProblem(p);
+      if (!stale && problem.empty()) continue;
+      if (!problem.empty() || (p.begin_offset >= first && p.end_offset <= visible)) {
+        WEIR_RETURN_IF_ERROR(Rewrite(view, partition, p, problem));
       }
-      // Under the new schema a record may not fit where it did: dead-lettered (again, with the
-      // new reason, if it did not fit the old one either).
-      WEIR_ASSIGN_OR_RETURN(PartitionRecord rebuilt,
-                            WriteRange(view, partition, p.begin_offset, p.end_offset,
-                                       p.span_start_ms, p.span_ms, p.sealed, true));
-      WEIR_RETURN_IF_ERROR(CommitNew(view, rebuilt, {p.instance}));
     }
     int64_t next = first;
     int64_t append_floor = INT64_MIN;
@@ -520,23 +565,23 @@ Status Materializer::Rebuild(std::string_view name, MaterializeFigures* figures)
                                         std::to_string(p.topic_partition) + " any more");
     }
     log::Partition& partition = topic->partition(PartitionId(p.topic_partition));
-    if (p.begin_offset < partition.FirstOffset().value()) {
-      return Status::FailedPrecondition(
-          "lake view '" + view.spec.name + "': partition " + std::to_string(p.instance) +
-          " covers offsets [" + std::to_string(p.begin_offset) + ", " +
-          std::to_string(p.end_offset) + ") of topic " + view.spec.topic + " partition " +
-          std::to_string(p.topic_partition) + ", which the log no longer holds (first offset " +
-          std::to_string(partition.FirstOffset().value()) + ")");
-    }
-    // A partition of the view's schema sent its records that did not fit when it was written;
-    // a stale one's may not fit the new schema (as in Update).
-    WEIR_ASSIGN_OR_RETURN(
-        PartitionRecord rebuilt,
-        state_->WriteRange(view, partition, p.begin_offset, p.end_offset, p.span_start_ms,
-                           p.span_ms, p.sealed, p.schema_hash != view.schema_hash));
-    WEIR_RETURN_IF_ERROR(state_->CommitNew(view, rebuilt, {p.instance}));
+    WEIR_RETURN_IF_ERROR(state_->Rewrite(view, partition, p, ""));
   }
   return Status::OK();
+}
+
+Status Materializer::Repair(std::string_view name, int64_t instance, std::string_view problem,
+                            MaterializeFigures* figures) {
+  state_->figures = figures;
+  WEIR_ASSIGN_OR_RETURN(CatalogView view, FindView(state_->catalog, name));
+  WEIR_ASSIGN_OR_RETURN(log::Topic * topic, state_->log.GetTopic(view.spec.topic));
+  for (const PartitionRecord& p : state_->catalog.LivePartitions(name)) {
+    if (p.instance != instance) continue;
+    if (p.topic_partition >= topic->num_partitions()) break;
+    return state_->Rewrite(view, topic->partition(PartitionId(p.topic_partition)), p, problem);
+  }
+  return Status::NotFound("lake view '" + view.spec.name + "' has no live partition " +
+                          std::to_string(instance) + " on its topic's partitions");
 }
 
 Status Materializer::Merge(std::string_view name, std::chrono::milliseconds span,
@@ -547,9 +592,10 @@ Status Materializer::Merge(std::string_view name, std::chrono::milliseconds span
   std::vector<PartitionRecord> group;
   auto flush = [&]() -> Status {
     if (group.size() >= 2) {
-      WEIR_ASSIGN_OR_RETURN(PartitionRecord merged,
-                            state_->MergeInputs(view, group, SpanStart(group[0].span_start_ms, span.count()),
-                                                span.count(), true));
+      WEIR_ASSIGN_OR_RETURN(
+          PartitionRecord merged,
+          state_->MergeInputs(view, group, SpanStart(group[0].span_start_ms, span.count()),
+                              span.count(), true));
       std::vector<int64_t> retired;
       for (const PartitionRecord& p : group) retired.push_back(p.instance);
       WEIR_RETURN_IF_ERROR(state_->CommitNew(view, merged, retired));

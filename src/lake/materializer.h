@@ -65,7 +65,9 @@ class Materializer {
                                                       MaterializeOptions options = {});
   ~Materializer();
 
-  // Brings the view up to the log's visible end: stale partitions rebuilt, closed spans sealed,
+  // Brings the view up to the log's visible end: stale partitions and those whose file is
+  // missing or not of the size the catalog says rebuilt (kCorruption if the log no longer holds
+  // a damaged one's range), closed spans sealed,
   // and, with `open_too`, the open span's records written as a piece (otherwise they wait for
   // the next update). Infers the view's columns from its first records if it declares none.
   // Errors: the view's SQL failing (kInvalidArgument with DuckDB's message, nothing committed),
@@ -79,6 +81,11 @@ class Materializer {
   // the epoch), e.g. hours into days. Spans with one partition are left as they are.
   Status Merge(std::string_view view, std::chrono::milliseconds span,
                MaterializeFigures* figures = nullptr);
+  // Writes the view's live partition `instance` again from the log, its file being damaged
+  // (`problem` says how, e.g. "is missing"). kCorruption naming the file, the problem and the
+  // offsets if the log no longer holds them; kNotFound if no live partition has that instance.
+  Status Repair(std::string_view view, int64_t instance, std::string_view problem,
+                MaterializeFigures* figures = nullptr);
 
  private:
   struct State;

@@ -157,7 +157,6 @@ std::optional<OrderedScan> MatchOrderedScan(const Value& tree,
   return scan;
 }
 
-
 namespace {
 
 // A constant the sort range is evaluated from, as SQL; nullopt for any other expression.

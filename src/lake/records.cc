@@ -105,7 +105,8 @@ std::vector<std::pair<std::string, BatchType>> RecordBatchColumns(
                                                         {"_offset", BatchType::kBigInt},
                                                         {"_key", BatchType::kVarchar},
                                                         {"_ts", BatchType::kTimestampMs}};
-  for (const ViewColumn& c : columns) out.emplace_back(RecordColumnName(c.name), BatchTypeOf(c.kind));
+  for (const ViewColumn& c : columns)
+    out.emplace_back(RecordColumnName(c.name), BatchTypeOf(c.kind));
   return out;
 }
 
@@ -224,7 +225,8 @@ Status RecordColumns::Add(const log::StoredRecord& record, int32_t topic_partiti
         }
       }
       if (!fits) {
-        return Status::InvalidArgument("field '" + columns_[i].name + "' does not fit column type " +
+        return Status::InvalidArgument("field '" + columns_[i].name +
+                                       "' does not fit column type " +
                                        std::string(ColumnKindName(columns_[i].kind)) + ": " +
                                        simdjson::to_string(v).substr(0, 100));
       }

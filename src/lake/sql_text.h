@@ -40,7 +40,8 @@ inline std::string SqlDouble(double value) {
 // NULL for anything else. `expr` is SQL.
 inline std::string SortKeyNumber(std::string_view expr) {
   const std::string e(expr);
-  return "COALESCE(TRY_CAST(" + e + " AS DOUBLE), epoch_ms(TRY_CAST(" + e + " AS TIMESTAMP))::DOUBLE)";
+  return "COALESCE(TRY_CAST(" + e + " AS DOUBLE), epoch_ms(TRY_CAST(" + e +
+         " AS TIMESTAMP))::DOUBLE)";
 }
 
 }  // namespace weir::lake
