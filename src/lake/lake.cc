@@ -409,6 +409,11 @@ void Lake::BackgroundLoop() {
       int64_t& due = next_update_ms[v.spec.name];
       if (due <= now) {
         report(Update(v.spec.name, /*open_too=*/true));
+        for (std::chrono::milliseconds span : v.spec.merge) {
+          report(WithMaterializer(v.spec.name, [&](Materializer& m) {
+            return m.Merge(v.spec.name, span, nullptr, /*closed_only=*/true);
+          }));
+        }
         due = now + v.spec.refresh.count();
       }
       wake_at = std::min(wake_at, due);

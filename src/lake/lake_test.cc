@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <functional>
+#include <map>
 #include <thread>
 
 #include "lake/records.h"
@@ -533,6 +534,49 @@ TEST_F(LakeTest, AWhereOnTheSortColumnReadsOnlyThePartitionsInItsRange) {
   }
 }
 
+TEST_F(LakeTest, TheMergePolicyMergesEachClosedSpanOnceInTheBackground) {
+  log::Topic& t = Topic("merged");
+  ViewSpec spec = Spec("merged_view", "merged");
+  spec.partition = std::chrono::seconds(1);
+  spec.merge = {std::chrono::seconds(2)};
+  spec.refresh = std::chrono::milliseconds(100);
+  ASSERT_TRUE(lake_->Register(spec).ok());
+  // Five spans of a second: at least one two-second span closes behind a later one.
+  for (int b = 0; b < 5; ++b) {
+    Append(t, {"{\"n\":" + std::to_string(b) + "}", "{\"n\":10}"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(1050));
+  }
+  LakeOptions options;
+  options.materialize.seal_grace = std::chrono::milliseconds(0);
+  OpenLake(options);
+  const int64_t two_s = 2000;
+  // Each closed two-second span in one partition; the latest span left alone.
+  auto merged_as_policy_says = [&](std::vector<int64_t>* instances) {
+    const Result<ViewStatus> status = lake_->Describe("merged_view");
+    if (!status.ok() || status->partitions.empty()) return false;
+    const int64_t latest = (status->partitions.back().span_start_ms / two_s) * two_s;
+    std::map<int64_t, int> per_span;
+    for (const PartitionRecord& p : status->partitions) {
+      ++per_span[(p.span_start_ms / two_s) * two_s];
+      if (instances) instances->push_back(p.instance);
+    }
+    return std::all_of(per_span.begin(), per_span.end(),
+                       [&](const auto& span) { return span.first == latest || span.second == 1; });
+  };
+  lake_->StartBackground();
+  for (int i = 0; i < 100 && !merged_as_policy_says(nullptr); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::vector<int64_t> before, after;
+  ASSERT_TRUE(merged_as_policy_says(&before));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // several refreshes
+  ASSERT_TRUE(merged_as_policy_says(&after));
+  lake_->StopBackground();
+  EXPECT_EQ(before, after) << "a closed span merged again";
+  EXPECT_LT(before.size(), 5u);
+  EXPECT_EQ(Rows("SELECT count(*), sum(n) FROM merged_view"), (std::vector<std::string>{"10|60"}));
+}
+
 TEST(ViewYaml, ParsesEveryKeyAndNamesTheOffendingPath) {
   auto views = ParseViewsFile(R"(
 views:
@@ -545,6 +589,7 @@ views:
     order: concatenated
     version: 3
     refresh: 500ms
+    merge: [1h, 1d]
 )",
                               "v.yaml");
   ASSERT_TRUE(views.ok()) << views.status().ToString();
@@ -554,6 +599,8 @@ views:
   EXPECT_EQ(v.refresh, std::chrono::milliseconds(500));
   EXPECT_EQ(v.order, ScanOrder::kConcatenated);
   EXPECT_EQ(v.version, 3);
+  EXPECT_EQ(v.merge, (std::vector<std::chrono::milliseconds>{std::chrono::hours(1),
+                                                             std::chrono::hours(24)}));
   auto back = ViewSpecFromJson(v.ToJson());
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, v);
@@ -569,6 +616,11 @@ views:
            Bad{"views: {a: {topic: t, order: file}}", "views.a.order: a scan order needs"},
            Bad{"views: {a: {topic: t, colums: {}}}", "unknown key 'colums'"},
            Bad{"views: {'a/b': {topic: t}}", "view name"},
+           Bad{"views: {a: {topic: t, merge: 1d}}", "views.a.merge: expected a list of spans"},
+           Bad{"views: {a: {topic: t, partition: 1h, merge: [1d, 36h]}}",
+               "views.a.merge[1]: a merge span is a multiple"},
+           Bad{"views: {a: {topic: t, partition: 1h, merge: [90m]}}",
+               "views.a.merge[0]: a merge span is a multiple"},
        }) {
     auto r = ParseViewsFile(bad.yaml, "v.yaml");
     ASSERT_FALSE(r.ok()) << bad.yaml;

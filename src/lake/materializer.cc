@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <system_error>
 
 #include "dataflow/json_records.h"
@@ -585,13 +586,22 @@ Status Materializer::Repair(std::string_view name, int64_t instance, std::string
 }
 
 Status Materializer::Merge(std::string_view name, std::chrono::milliseconds span,
-                           MaterializeFigures* figures) {
+                           MaterializeFigures* figures, bool closed_only) {
   state_->figures = figures;
   WEIR_ASSIGN_OR_RETURN(CatalogView view, FindView(state_->catalog, name));
   if (span.count() <= 0) return Status::InvalidArgument("a merge span must be positive");
+  const std::vector<PartitionRecord> live = state_->catalog.LivePartitions(name);
+  // Per topic partition, the start of the latest span a live partition is in.
+  std::map<int32_t, int64_t> latest_span;
+  for (const PartitionRecord& p : live) {
+    int64_t& latest = latest_span.try_emplace(p.topic_partition, INT64_MIN).first->second;
+    latest = std::max(latest, SpanStart(p.span_start_ms, span.count()));
+  }
   std::vector<PartitionRecord> group;
   auto flush = [&]() -> Status {
-    if (group.size() >= 2) {
+    const bool closed = !group.empty() && SpanStart(group[0].span_start_ms, span.count()) <
+                                              latest_span[group[0].topic_partition];
+    if (group.size() >= 2 && (closed || !closed_only)) {
       WEIR_ASSIGN_OR_RETURN(
           PartitionRecord merged,
           state_->MergeInputs(view, group, SpanStart(group[0].span_start_ms, span.count()),
@@ -603,7 +613,7 @@ Status Materializer::Merge(std::string_view name, std::chrono::milliseconds span
     group.clear();
     return Status::OK();
   };
-  for (PartitionRecord& p : state_->catalog.LivePartitions(name)) {
+  for (const PartitionRecord& p : live) {
     if (!p.sealed || p.schema_hash != view.schema_hash) {
       WEIR_RETURN_IF_ERROR(flush());
       continue;
@@ -614,7 +624,7 @@ Status Materializer::Merge(std::string_view name, std::chrono::milliseconds span
                            group.back().end_offset != p.begin_offset)) {
       WEIR_RETURN_IF_ERROR(flush());
     }
-    group.push_back(std::move(p));
+    group.push_back(p);
   }
   return flush();
 }

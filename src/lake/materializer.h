@@ -79,8 +79,11 @@ class Materializer {
   Status Rebuild(std::string_view view, MaterializeFigures* figures = nullptr);
   // Merges each topic partition's sealed partitions into partitions spanning `span` (aligned on
   // the epoch), e.g. hours into days. Spans with one partition are left as they are.
+  // `closed_only` (the background policy): only spans no later partition can fall in any more,
+  // those before a live partition of a later span, so that each is merged once and not again
+  // for every partition sealed in it.
   Status Merge(std::string_view view, std::chrono::milliseconds span,
-               MaterializeFigures* figures = nullptr);
+               MaterializeFigures* figures = nullptr, bool closed_only = false);
   // Writes the view's live partition `instance` again from the log, its file being damaged
   // (`problem` says how, e.g. "is missing"). kCorruption naming the file, the problem and the
   // offsets if the log no longer holds them; kNotFound if no live partition has that instance.

@@ -65,7 +65,8 @@ bool IsRecordColumn(const ViewSpec& spec, std::string_view name) {
 
 Result<ViewSpec> ParseView(const std::string& name, const ConfigNode& node) {
   WEIR_RETURN_IF_ERROR(
-      node.OnlyKeys({"topic", "sql", "columns", "partition", "sort", "order", "version", "refresh"}));
+      node.OnlyKeys({"topic", "sql", "columns", "partition", "sort", "order", "version", "refresh",
+                     "merge"}));
   if (Status s = CheckName(name, "view name"); !s.ok()) return node.Error(s.message());
   ViewSpec spec;
   spec.name = name;
@@ -95,6 +96,19 @@ Result<ViewSpec> ParseView(const std::string& name, const ConfigNode& node) {
     WEIR_ASSIGN_OR_RETURN(spec.refresh, refresh->Duration());
     if (spec.refresh < std::chrono::milliseconds(100)) {
       return refresh->Error("refresh is at least 100ms");
+    }
+  }
+  if (auto merge = node.Get("merge")) {
+    if (!merge->IsSequence()) return merge->Expected("a list of spans ([6h, 1d])");
+    std::chrono::milliseconds below = spec.partition;
+    for (const ConfigNode& item : merge->Items()) {
+      WEIR_ASSIGN_OR_RETURN(std::chrono::milliseconds span, item.Duration());
+      if (span <= below || span.count() % below.count() != 0) {
+        return item.Error("a merge span is a multiple of the partition span and of the merge "
+                          "span before it, and larger");
+      }
+      spec.merge.push_back(span);
+      below = span;
     }
   }
   if (auto version = node.Get("version")) {
@@ -166,6 +180,8 @@ std::string ViewSpec::ToJson() const {
   }
   Value::Array sort_json;
   for (const std::string& s : sort) sort_json.emplace_back(s);
+  Value::Array merge_json;
+  for (std::chrono::milliseconds span : merge) merge_json.emplace_back(span.count());
   return Value::MakeObject({{"name", Value(name)},
                             {"topic", Value(topic)},
                             {"sql", Value(sql)},
@@ -174,7 +190,8 @@ std::string ViewSpec::ToJson() const {
                             {"sort", Value(std::move(sort_json))},
                             {"order", Value(ScanOrderName(order))},
                             {"version", Value(version)},
-                            {"refresh_ms", Value(refresh.count())}})
+                            {"refresh_ms", Value(refresh.count())},
+                            {"merge_ms", Value(std::move(merge_json))}})
       .ToJson();
 }
 
@@ -211,6 +228,14 @@ Result<ViewSpec> ViewSpecFromJson(std::string_view json) {
   for (const Value& s : sort->as_array()) {
     if (!s.is_string()) return bad();
     spec.sort.emplace_back(s.as_string());
+  }
+  // Absent from definitions stored before merge policies.
+  if (const Value* merge = v.Find("merge_ms"); merge) {
+    if (!merge->is_array()) return bad();
+    for (const Value& span : merge->as_array()) {
+      if (!span.is_int() || span.as_int() <= 0) return bad();
+      spec.merge.emplace_back(span.as_int());
+    }
   }
   return spec;
 }

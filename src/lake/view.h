@@ -11,6 +11,8 @@
 //                                     # rely on when every partition certifies it
 //       version: 1                    # bump to rebuild every partition
 //       refresh: 5s                   # background materialization interval (default 5s)
+//       merge: [6h, 1d]               # background merges of sealed partitions into spans of
+//                                     # 6h, then 1d, once a span is closed (default: none)
 //
 // The records a view's SQL reads (`records`) have the JSON value's top-level fields as columns,
 // typed by `columns` or, without it, by the first records' fields (integer -> bigint, number ->
@@ -61,6 +63,9 @@ struct ViewSpec {
   ScanOrder order = ScanOrder::kNone;
   int64_t version = 1;
   std::chrono::milliseconds refresh{std::chrono::seconds(5)};
+  // The merge policy: spans sealed partitions merge into, in the background, each a multiple of
+  // `partition` and of the one before it. Not part of the schema hash (the rows are the same).
+  std::vector<std::chrono::milliseconds> merge;
 
   // The definition as one line of JSON (what the catalog stores and `views describe` shows).
   std::string ToJson() const;
