@@ -5,9 +5,9 @@
 //    SQL transform with --sql), one Lake::Update timed: rows/s per core (process CPU), wall
 //    rows/s, Parquet bytes and heap allocations per row, peak memory during the update. The
 //    records are all in the open span of the view's default partition (1 h), so the update
-//    writes them as one piece: in files of at most max_batch_records (1M; --batch-records),
-//    merged into one when there are several. The view's count(*) and sum(price) must be the
-//    generator's.
+//    writes them as one piece, in one COPY reading them through a batch of max_batch_records
+//    (64 Ki; --batch-records) refilled as it goes. The view's count(*) and sum(price) must be
+//    the generator's.
 // 2. Optionally (--pipeline-events), what a view refreshed in the background costs a running
 //    pipeline: Nexmark q0 with and without one over its output topic, events/s per core.
 // 3. Queries: the same bids spread over 24 hours of event time and appended in 24 bursts, one per
@@ -687,7 +687,7 @@ int BenchLake(const BenchArgs& args) {
   std::printf(
       "  materialize (one update, one span): %.0f rows/s per core, %.0f rows/s wall (%.2f s wall, "
       "%.2f s CPU); %.1f Parquet bytes per row (%.1f MiB in %zu partition(s); %.1f MiB written "
-      "with the intermediate files); %s heap allocations per row; peak memory %s MiB\n",
+      "in all); %s heap allocations per row; peak memory %s MiB\n",
       per_core, per_s, bulk->m.wall_s, bulk->m.cpu_s, bytes_per_row, bulk->bytes / 1048576.0,
       bulk->partitions, bulk->m.figures.bytes / 1048576.0, bulk->m.allocs_per_row.c_str(),
       peak_rss.c_str());

@@ -403,7 +403,7 @@ Command AddBenchLake(CLI::App* bench_cmd, BenchArgs& bench) {
   cmd->add_option("--query-runs", bench.lake_query_runs, "Runs of each query (the median)")
       ->capture_default_str();
   cmd->add_option("--batch-records", bench.lake_batch_records,
-                  "Records of a file before the lake writes several and merges them (0: default)")
+                  "Records the lake holds in memory at once while it writes a range (0: default)")
       ->capture_default_str();
   cmd->add_option("--pipeline-events", bench.lake_pipeline_events,
                   "Also run Nexmark q0 over this many events with and without a view of its "

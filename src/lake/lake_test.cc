@@ -3,10 +3,13 @@
 #include "lake/lake.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <random>
 #include <thread>
 
 #include "lake/records.h"
@@ -214,6 +217,41 @@ TEST_F(LakeTest, ADamagedFileIsWrittenAgainFromTheLogOrNamedWhenTheLogLostItsRan
   EXPECT_NE(s.message().find("is missing"), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("no longer holds its offsets [0, 2)"), std::string::npos)
       << s.ToString();
+}
+
+TEST_F(LakeTest, AWriteRefusedForSpaceCommitsNothingAndTheNextUpdateWritesIt) {
+  log::Topic& t = Topic("big");
+  // 800 records of 10 KB of random hex: a partition of megabytes, even compressed.
+  std::mt19937_64 rng(7);
+  std::vector<std::string> values;
+  for (int i = 0; i < 800; ++i) {
+    std::string blob(10'000, '0');
+    for (char& c : blob) c = "0123456789abcdef"[rng() % 16];
+    values.push_back("{\"n\":" + std::to_string(i) + ",\"blob\":\"" + blob + "\"}");
+  }
+  Append(t, values);
+  ASSERT_TRUE(lake_->Register(Spec("big_view", "big")).ok());
+  // Files may not grow past 1 MiB beyond the catalog's size (RLIMIT_FSIZE: a write past it fails
+  // with EFBIG, as one on a full disk fails with ENOSPC).
+  const auto catalog_bytes = std::filesystem::file_size(dir_.path() / "lake" / "catalog.duckdb");
+  rlimit unlimited{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &unlimited), 0);
+  std::signal(SIGXFSZ, SIG_IGN);
+  const rlimit limited{.rlim_cur = catalog_bytes + (1 << 20), .rlim_max = unlimited.rlim_max};
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
+  Status refused = lake_->Update("big_view", true);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &unlimited), 0);
+  EXPECT_TRUE(refused.code() == StatusCode::kResourceExhausted ||
+              refused.code() == StatusCode::kIOError)
+      << refused.ToString();
+  EXPECT_NE(refused.message().find("File too large"), std::string::npos) << refused.ToString();
+  // Nothing committed, no file left behind; the next update writes it all.
+  EXPECT_TRUE(lake_->Describe("big_view")->partitions.empty());
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir_.path() / "lake")) {
+    EXPECT_NE(entry.path().extension(), ".parquet") << entry.path();
+  }
+  EXPECT_EQ(Rows("SELECT count(*), sum(n), sum(length(blob)) FROM big_view"),
+            (std::vector<std::string>{"800|319600|8000000"}));
 }
 
 TEST_F(LakeTest, ASqlTransformShapesTheFilesAndAFilteredOutRangeIsAnEmptyPartition) {

@@ -276,9 +276,82 @@ struct Materializer::State {
     return merged;
   }
 
-  // Reads [begin, end) of a topic partition and writes it as one partition (several files
-  // merged when it holds more than max_batch_records). `dead_letter`: send records that do not
-  // fit (a first materialization; a rebuild does not send them again).
+  // A range of a topic partition being written: the records read so far, and what they sum to.
+  struct RangeRead {
+    const CatalogView& view;
+    int32_t tp;
+    log::PartitionReader reader;
+    int64_t end;
+    bool dead_letter;
+    SourceHash hash;
+    int64_t records = 0;
+    int64_t append_min = INT64_MAX;
+    int64_t append_max = INT64_MIN;
+    std::optional<int64_t> event_min, event_max;
+    Status error;  // what stopped a refill (the COPY fails with its message)
+  };
+  std::optional<RangeRead> range;  // while WriteRange runs
+
+  // Folds `columns`' event times into the range's, and empties them.
+  void ClearColumns() {
+    if (auto t = columns.event_min_ms())
+      range->event_min = std::min(range->event_min.value_or(*t), *t);
+    if (auto t = columns.event_max_ms())
+      range->event_max = std::max(range->event_max.value_or(*t), *t);
+    columns.Clear();
+  }
+
+  // Fills `columns` with the range's next records, up to max_batch_records (what the batch scan
+  // `weir_records` reads, refilled by DuckDB as the COPY goes), sending those that do not fit to
+  // the dead letters if the range asks for it.
+  Status FillColumns() {
+    RangeRead& r = *range;
+    const int32_t tp = r.tp;
+    while (columns.rows() < options.max_batch_records && r.reader.position().value() < r.end) {
+      const int64_t wanted =
+          std::min<int64_t>({4096, r.end - r.reader.position().value(),
+                             static_cast<int64_t>(options.max_batch_records - columns.rows())});
+      Result<std::span<const log::StoredRecord>> batch = r.reader.Next(static_cast<size_t>(wanted));
+      if (!batch.ok()) {
+        return batch.status().WithContext("lake view '" + r.view.spec.name + "': reading topic " +
+                                          r.view.spec.topic);
+      }
+      if (batch->empty()) {
+        return Status::FailedPrecondition(
+            "lake view '" + r.view.spec.name + "': topic " + r.view.spec.topic + " partition " +
+            std::to_string(tp) + " ends at " + std::to_string(r.reader.position().value()) +
+            " before " + std::to_string(r.end));
+      }
+      for (const log::StoredRecord& record : *batch) {
+        if (record.offset.value() >= r.end) break;
+        r.hash.Add(record);
+        ++r.records;
+        r.append_min = std::min(r.append_min, record.append_time_ms);
+        r.append_max = std::max(r.append_max, record.append_time_ms);
+        if (Status fit = columns.Add(record, tp); !fit.ok() && r.dead_letter) {
+          WEIR_RETURN_IF_ERROR(DeadLetter(r.view, tp, record, fit));
+        }
+      }
+    }
+    return Status::OK();
+  }
+
+  // The batch scan's refill: the range's next records, or none once it is read.
+  Status Refill() {
+    if (!range) {
+      columns.Clear();
+      return Status::OK();
+    }
+    ClearColumns();
+    Status s = FillColumns();
+    if (!s.ok()) range->error = s;
+    return s;
+  }
+
+  // Reads [begin, end) of a topic partition and writes it as one partition, in one COPY that
+  // reads the records through the batch scan, refilled max_batch_records at a time (so memory
+  // holds one batch, not the range). `dead_letter`: send records that do not fit (a first
+  // materialization, or a rebuild for a new schema).
   Result<PartitionRecord> WriteRange(const CatalogView& view, log::Partition& partition,
                                      int64_t begin, int64_t end, int64_t span_start,
                                      int64_t span_ms, bool sealed, bool dead_letter) {
@@ -291,94 +364,39 @@ struct Materializer::State {
                       .span_start_ms = span_start,
                       .span_ms = span_ms,
                       .sealed = sealed};
-    std::vector<PartitionRecord> parts;  // files of at most max_batch_records, then merged
-    SourceHash part_hash;                // the records of the part being filled
-    auto flush = [&](int64_t part_end) -> Status {
-      PartitionRecord part = p;
-      part.instance = catalog.NextInstance();
-      part.end_offset = part_end;
-      part.source_hash = part_hash.ToString();  // MergeInputs adds the parts' hashes
-      part_hash = SourceHash();
-      part.event_min_ms = columns.event_min_ms();
-      part.event_max_ms = columns.event_max_ms();
-      WEIR_ASSIGN_OR_RETURN(part.file, NewFile(view, tp, part.instance));
-      WEIR_RETURN_IF_ERROR(WriteBatch(view, part));
-      Figures().rows += part.rows;
-      parts.push_back(std::move(part));
-      columns.Clear();
-      p.begin_offset = part_end;
-      return Status::OK();
-    };
-    auto drop_parts = [&] {
-      for (const PartitionRecord& part : parts) {
-        if (!part.file.empty()) Remove(part.file);
-      }
-    };
     columns.Reset(view.columns);
-    SourceHash hash;
-    int64_t records = 0;
-    int64_t append_min = INT64_MAX;
-    int64_t append_max = INT64_MIN;
-    log::PartitionReader reader(partition, Offset(begin));
-    while (reader.position().value() < end) {
-      Result<std::span<const log::StoredRecord>> batch = reader.Next(4096);
-      if (!batch.ok()) {
-        drop_parts();
-        return batch.status().WithContext("lake view '" + view.spec.name + "': reading topic " +
-                                          view.spec.topic);
-      }
-      if (batch->empty()) break;
-      for (const log::StoredRecord& record : *batch) {
-        if (record.offset.value() >= end) break;
-        hash.Add(record);
-        part_hash.Add(record);
-        ++records;
-        append_min = std::min(append_min, record.append_time_ms);
-        append_max = std::max(append_max, record.append_time_ms);
-        if (Status fit = columns.Add(record, tp); !fit.ok() && dead_letter) {
-          if (Status s = DeadLetter(view, tp, record, fit); !s.ok()) {
-            drop_parts();
-            return s;
-          }
-        }
-        if (columns.rows() >= options.max_batch_records) {
-          if (Status s = flush(record.offset.value() + 1); !s.ok()) {
-            drop_parts();
-            return s;
-          }
-        }
-      }
+    range.emplace(RangeRead{.view = view,
+                            .tp = tp,
+                            .reader = log::PartitionReader(partition, Offset(begin)),
+                            .end = end,
+                            .dead_letter = dead_letter});
+    struct EndRange {
+      std::optional<RangeRead>& range;
+      ~EndRange() { range.reset(); }
+    } end_range{range};
+    WEIR_RETURN_IF_ERROR(FillColumns());  // the first batch, which the COPY binds
+    p.instance = catalog.NextInstance();
+    WEIR_ASSIGN_OR_RETURN(p.file, NewFile(view, tp, p.instance));
+    if (Status s = WriteBatch(view, p); !s.ok()) {
+      return range->error.ok() ? s : range->error;  // a refill's own error, with its code
     }
-    if (reader.position().value() < end) {
-      drop_parts();
-      return Status::FailedPrecondition("lake view '" + view.spec.name + "': topic " +
-                                        view.spec.topic + " partition " + std::to_string(tp) +
-                                        " ends at " + std::to_string(reader.position().value()) +
-                                        " before " + std::to_string(end));
+    // A view's SQL may stop reading early (a LIMIT): the rest still counts for the source hash
+    // and the dead letters.
+    while (range->reader.position().value() < end) {
+      ClearColumns();
+      WEIR_RETURN_IF_ERROR(FillColumns());
     }
-    Figures().records += records;
-    if (p.begin_offset < end || parts.empty()) {
-      if (Status s = flush(end); !s.ok()) {
-        drop_parts();
-        return s;
-      }
-    }
-    PartitionRecord whole;
-    if (parts.size() == 1) {
-      whole = std::move(parts[0]);
-    } else {
-      Result<PartitionRecord> merged = MergeInputs(view, parts, span_start, span_ms, sealed);
-      drop_parts();
-      if (!merged.ok()) return merged.status();
-      whole = std::move(*merged);
-    }
-    whole.begin_offset = begin;
-    whole.end_offset = end;
-    whole.source_records = records;
-    whole.source_hash = hash.ToString();
-    whole.append_min_ms = records > 0 ? append_min : 0;
-    whole.append_max_ms = records > 0 ? append_max : 0;
-    return whole;
+    ClearColumns();
+    RangeRead& r = *range;
+    Figures().records += r.records;
+    Figures().rows += p.rows;
+    p.source_records = r.records;
+    p.source_hash = r.hash.ToString();
+    p.append_min_ms = r.records > 0 ? r.append_min : 0;
+    p.append_max_ms = r.records > 0 ? r.append_max : 0;
+    p.event_min_ms = r.event_min;
+    p.event_max_ms = r.event_max;
+    return p;
   }
 
   Status CommitNew(const CatalogView& view, const PartitionRecord& p,
@@ -519,7 +537,9 @@ Result<std::unique_ptr<Materializer>> Materializer::Create(Catalog& catalog, log
   if (!options.now_ms) options.now_ms = SystemNowMs;
   auto state = std::make_unique<State>(catalog, log, std::move(lake_dir), std::move(options));
   WEIR_ASSIGN_OR_RETURN(state->db, sql::Database::OpenInMemory(1));
-  WEIR_RETURN_IF_ERROR(state->db->RegisterBatchScan("weir_records", &state->columns.batch()));
+  State* filled = state.get();
+  WEIR_RETURN_IF_ERROR(state->db->RegisterBatchScan("weir_records", &state->columns.batch(),
+                                                    [filled] { return filled->Refill(); }));
   return std::unique_ptr<Materializer>(new Materializer(std::move(state)));
 }
 

@@ -44,9 +44,9 @@ struct MaterializeOptions {
   std::function<int64_t()> now_ms;
   // A span closes this long after its end even with no later record.
   std::chrono::milliseconds seal_grace{2000};
-  // At most this many records are held in memory for one file; a longer range is written in
-  // several files merged into one.
-  size_t max_batch_records = 1'000'000;
+  // At most this many records are held in memory at once while a range is written (the COPY
+  // reads a range through a batch of this many, refilled as it goes).
+  size_t max_batch_records = 65'536;
 };
 
 struct MaterializeFigures {

@@ -456,12 +456,14 @@ namespace internal {
 struct BatchScan {
   // The function's extra info, owned by DuckDB's catalog entry.
   struct Registration {
-    Registration(const ColumnBatch* b, std::string n, bool j)
-        : batch(b), name(std::move(n)), json(j) {}
+    Registration(const ColumnBatch* b, std::string n, bool j, std::function<Status()> r)
+        : batch(b), name(std::move(n)), json(j), refill(std::move(r)) {}
     // Null once unregistered. Set by any connection's thread, read by the scanning one.
     std::atomic<const ColumnBatch*> batch;
     const std::string name;
     const bool json;  // DuckDB has its JSON type
+    // Set at registration, while no statement scans (RegisterBatchScan's contract).
+    std::function<Status()> refill;
 
     const ColumnBatch* Batch(std::string* error) const {
       const ColumnBatch* b = batch.load(std::memory_order_acquire);
@@ -531,6 +533,28 @@ struct BatchScan {
                               [](void* p) { delete static_cast<Bound*>(p); });
   }
 
+  // The rows of `batch`, checked against what the statement bound: "" or what is wrong.
+  static std::string Rows(const Registration& registration, const Bound& bound,
+                          const ColumnBatch& batch, size_t* rows) {
+    bool same_columns = batch.columns() == bound.types.size();
+    for (size_t c = 0; same_columns && c < batch.columns(); ++c) {
+      same_columns = batch.type(c) == bound.types[c];
+    }
+    if (!same_columns) {
+      return "batch scan " + registration.name +
+             "(): the batch's columns changed since the statement was prepared";
+    }
+    *rows = batch.values(0);
+    for (size_t c = 1; c < batch.columns(); ++c) {
+      if (batch.values(c) != *rows) {
+        return "batch scan " + registration.name + "(): column " + batch.name(c) + " has " +
+               std::to_string(batch.values(c)) + " values, column " + batch.name(0) + " has " +
+               std::to_string(*rows);
+      }
+    }
+    return "";
+  }
+
   static void Init(duckdb_init_info info) {
     const auto* registration = static_cast<const Registration*>(duckdb_init_get_extra_info(info));
     const auto* bound = static_cast<const Bound*>(duckdb_init_get_bind_data(info));
@@ -540,26 +564,8 @@ struct BatchScan {
       duckdb_init_set_error(info, error.c_str());
       return;
     }
-    const ColumnBatch& batch = *scanned;
-    bool same_columns = batch.columns() == bound->types.size();
-    for (size_t c = 0; same_columns && c < batch.columns(); ++c) {
-      same_columns = batch.type(c) == bound->types[c];
-    }
     auto state = std::make_unique<State>();
-    if (!same_columns) {
-      error = "batch scan " + registration->name +
-              "(): the batch's columns changed since the statement was prepared";
-    } else {
-      state->rows = batch.values(0);
-      for (size_t c = 1; c < batch.columns(); ++c) {
-        if (batch.values(c) != state->rows) {
-          error = "batch scan " + registration->name + "(): column " + batch.name(c) + " has " +
-                  std::to_string(batch.values(c)) + " values, column " + batch.name(0) + " has " +
-                  std::to_string(state->rows);
-          break;
-        }
-      }
-    }
+    error = Rows(*registration, *bound, *scanned, &state->rows);
     if (!error.empty()) {
       duckdb_init_set_error(info, error.c_str());
       return;
@@ -584,6 +590,20 @@ struct BatchScan {
       return;
     }
     const ColumnBatch& batch = *scanned;
+    if (state->next == state->rows && registration->refill) {
+      Status refilled = registration->refill();
+      if (refilled.ok()) {
+        const auto* bound = static_cast<const Bound*>(duckdb_function_get_bind_data(info));
+        error = Rows(*registration, *bound, batch, &state->rows);
+      } else {
+        error = "batch scan " + registration->name + "(): " + std::string(refilled.message());
+      }
+      if (!error.empty()) {
+        duckdb_function_set_error(info, error.c_str());
+        return;
+      }
+      state->next = 0;
+    }
     const size_t n = std::min<size_t>(duckdb_vector_size(), state->rows - state->next);
     if (n == 0) {  // the end (an empty batch has no buffers to copy from)
       duckdb_data_chunk_set_size(output, 0);
@@ -900,12 +920,14 @@ Result<std::vector<StatementKind>> Database::Classify(std::string_view sql) {
   return kinds;
 }
 
-Status Database::RegisterBatchScan(std::string_view name, const ColumnBatch* batch) {
+Status Database::RegisterBatchScan(std::string_view name, const ColumnBatch* batch,
+                                   std::function<Status()> refill) {
   WEIR_CHECK(batch != nullptr, "RegisterBatchScan without a batch; UnregisterBatchScan detaches");
   internal::DuckDbInstance& instance = *handles_->instance;
   std::string key = BatchScanKey(name);
   std::lock_guard<std::mutex> lock(instance.mu);
   if (auto it = instance.batch_scans.find(key); it != instance.batch_scans.end()) {
+    it->second->refill = std::move(refill);
     it->second->batch.store(batch, std::memory_order_release);
     return Status::OK();
   }
@@ -913,8 +935,8 @@ Status Database::RegisterBatchScan(std::string_view name, const ColumnBatch* bat
   WEIR_RETURN_IF_ERROR(
       Query("SELECT count(*) FROM duckdb_extensions() WHERE extension_name = 'json' AND loaded",
             [&](const Row& row) { json = row.Int(0) > 0; }));
-  auto registration =
-      std::make_unique<internal::BatchScan::Registration>(batch, std::string(name), json);
+  auto registration = std::make_unique<internal::BatchScan::Registration>(batch, std::string(name),
+                                                                          json, std::move(refill));
   internal::BatchScan::Registration* pointer = registration.get();
   duckdb_table_function function = duckdb_create_table_function();
   duckdb_table_function_set_name(function, registration->name.c_str());  // copied

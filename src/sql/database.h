@@ -219,7 +219,14 @@ class Database {
   // and alive while the statement runs. A batch whose columns changed since the statement was
   // prepared, or whose columns hold unequal numbers of values, fails the statement with
   // kInvalidArgument.
-  [[nodiscard]] Status RegisterBatchScan(std::string_view name, const ColumnBatch* batch);
+  // With `refill`, a scan that has given every row of the batch calls it (on the thread running
+  // the statement, which the caller is blocked in): it refills the batch (same columns, of equal
+  // lengths) and the scan goes on from its first row; the scan ends when the batch is left empty.
+  // So a statement can read more rows than are ever in memory at once. An error from refill
+  // fails the statement with its message. Registering the name again replaces the refill too:
+  // do that only while no statement reads the name.
+  [[nodiscard]] Status RegisterBatchScan(std::string_view name, const ColumnBatch* batch,
+                                         std::function<Status()> refill = {});
   // Detaches `name` from its batch, which may then be destroyed: statements that name it fail
   // with kInvalidArgument until it is registered again. kNotFound if it was never registered.
   [[nodiscard]] Status UnregisterBatchScan(std::string_view name);

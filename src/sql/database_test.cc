@@ -694,6 +694,48 @@ TEST(BatchScan, RefilledBatchIsScannedAgain) {
   EXPECT_EQ(RenderedRows(*db, "SELECT * FROM b()"), (std::vector<std::string>{"true"}));
 }
 
+TEST(BatchScan, ARefillStreamsMoreRowsThanTheBatchHoldsAndItsErrorFailsTheStatement) {
+  auto db = Open();
+  ColumnBatch batch({{"i", BT::kBigInt}});
+  int refills = 0;
+  int64_t next = 0;
+  // Five fills of 3000 rows (the first one before the statement), then empty.
+  auto fill = [&] {
+    batch.Clear();
+    if (refills++ >= 5) return Status::OK();
+    for (int r = 0; r < 3000; ++r) batch.AppendInt(0, next++);
+    return Status::OK();
+  };
+  ASSERT_TRUE(db->RegisterBatchScan("b", &batch, fill).ok());
+  ASSERT_TRUE(fill().ok());
+  EXPECT_EQ(RenderedRows(*db, "SELECT count(*), sum(i)::BIGINT, min(i), max(i) FROM b()"),
+            (std::vector<std::string>{"15000|112492500|0|14999"}));
+  EXPECT_EQ(refills, 6);
+  // Rows go through in order across refills.
+  refills = 0;
+  next = 0;
+  ASSERT_TRUE(fill().ok());
+  EXPECT_EQ(CountOf(*db,
+                    "SELECT count(*) FROM (SELECT i, lag(i) OVER () AS before FROM b()) "
+                    "WHERE before IS NOT NULL AND i <> before + 1"),
+            0);
+  // A refill that fails, or changes the columns, fails the statement with why.
+  ASSERT_TRUE(db->RegisterBatchScan("b", &batch, [&] {
+                  return Status::IOError("the log went away");
+                }).ok());
+  Status s = db->Query("SELECT count(*) FROM b()", [](const Row&) {});
+  EXPECT_NE(s.message().find("the log went away"), std::string::npos) << s.ToString();
+  ASSERT_TRUE(db->RegisterBatchScan("b", &batch, [&] {
+                  batch.Reset({{"other", BT::kDouble}});
+                  batch.AppendDouble(0, 1);
+                  return Status::OK();
+                }).ok());
+  batch.Reset({{"i", BT::kBigInt}});
+  batch.AppendInt(0, 1);
+  s = db->Query("SELECT count(*) FROM b()", [](const Row&) {});
+  EXPECT_NE(s.message().find("columns changed"), std::string::npos) << s.ToString();
+}
+
 TEST(BatchScan, ColumnsOfUnequalLengthFailTheStatement) {
   auto db = Open();
   ColumnBatch batch({{"i", BT::kBigInt}, {"s", BT::kVarchar}});

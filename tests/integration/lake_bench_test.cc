@@ -34,8 +34,8 @@ TEST(BenchLake, AViewWithDeclaredColumnsHoldsEveryBidAndQueriesAgree) {
   ExpectVerified(BenchLake(dir, {}));
 }
 
-// Files of 1000 records: the range is written in three and merged into one.
-TEST(BenchLake, ASqlTransformAndARangeWrittenInSeveralFilesHoldEveryBid) {
+// Batches of 1000 records: the COPY of the range reads three, refilled as it goes.
+TEST(BenchLake, ASqlTransformAndARangeReadInSeveralBatchesHoldEveryBid) {
   TempDir dir;
   CommandResult r = BenchLake(dir, {"--sql", "--batch-records", "1000"});
   ExpectVerified(r);
