@@ -67,12 +67,12 @@ int ShowViews(const ViewsArgs& args, const std::string& view,
       });
 }
 
-// What a rebuild or a merge wrote (a merge reads files, not records: no rows counted).
+// What a rebuild or a merge wrote (a merge reads files, not the log's records).
 std::string Figures(const lake::MaterializeFigures& f) {
-  std::string out = std::to_string(f.partitions) + " partitions written, ";
-  if (f.records > 0) {
-    out += std::to_string(f.rows) + " rows from " + std::to_string(f.records) + " records, ";
-  }
+  std::string out = std::to_string(f.partitions) +
+                    (f.partitions == 1 ? " partition" : " partitions") + " written, " +
+                    std::to_string(f.rows) + " rows";
+  out += f.records > 0 ? " from " + std::to_string(f.records) + " records, " : ", ";
   out += std::to_string(f.bytes) + " bytes";
   if (f.dead_letters > 0) out += ", " + std::to_string(f.dead_letters) + " dead letters";
   return out;

@@ -261,7 +261,8 @@ TEST_F(LakeCli, RebuildAndMergeKeepEveryRow) {
       << rebuilt.out;
   CommandResult merged = InData({"views", "merge", "v"});
   ASSERT_EQ(merged.exit_code, 0) << merged.err;
-  EXPECT_TRUE(merged.out.starts_with("merged view v into spans of 1d: 1 partitions written"))
+  EXPECT_TRUE(
+      merged.out.starts_with("merged view v into spans of 1d: 1 partition written, 3 rows, "))
       << merged.out;
   described = InData({"views", "describe", "v"});
   EXPECT_TRUE(Contains(described.out, "view v on topic t: 1 partitions, 3 rows")) << described.out;
