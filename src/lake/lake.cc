@@ -271,6 +271,7 @@ Status Lake::QueryOnce(std::string_view sql_text, const QueryOptions& options,
   std::vector<std::string> names;
   WEIR_RETURN_IF_ERROR(db->Query("DESCRIBE " + std::string(statement),
                                  [&](const sql::Row& row) { names.emplace_back(row.Text(0)); }));
+  if (!progress.deadline) progress.deadline = std::chrono::steady_clock::now() + options.timeout;
   if (sink.on_columns && !progress.columns_given) sink.on_columns(names);
   progress.columns_given = true;
   if (std::optional<OrderedScan> ordered = MatchOrderedScan(tree, views)) {
@@ -288,13 +289,13 @@ Status Lake::QueryOnce(std::string_view sql_text, const QueryOptions& options,
         }
         ++stats.partitions_read;
         WEIR_RETURN_IF_ERROR(DefineView(*db, options_.dir, *ordered->view, {p}));
-        WEIR_RETURN_IF_ERROR(RunStreamed(*db, statement, names.size(), options.timeout, sink,
-                                         ordered->limit - rows, &rows));
+        WEIR_RETURN_IF_ERROR(RunStreamed(*db, statement, names.size(), options, *progress.deadline,
+                                         sink, ordered->limit - rows, &rows));
       }
       return Status::OK();
     }
   }
-  return RunStreamed(*db, statement, names.size(), options.timeout, sink, INT64_MAX,
+  return RunStreamed(*db, statement, names.size(), options, *progress.deadline, sink, INT64_MAX,
                      &progress.rows);
 }
 
@@ -328,25 +329,36 @@ Result<std::optional<std::vector<PartitionRecord>>> Lake::CertifiedOrder(const C
   return std::optional<std::vector<PartitionRecord>>(std::move(files));
 }
 
-// Runs `statement` on `db`, its rows (at most `limit`) cast to text or JSON for the sink, under
-// the time limit; `rows` counts the rows given to the sink.
 Status Lake::RunStreamed(sql::Database& db, std::string_view statement, size_t columns,
-                         std::chrono::milliseconds timeout, const QuerySink& sink, int64_t limit,
-                         int64_t* rows) {
+                         const QueryOptions& options,
+                         std::chrono::steady_clock::time_point deadline, const QuerySink& sink,
+                         int64_t limit, int64_t* rows) {
   const std::string wrapped =
       (sink.json_rows ? "SELECT to_json(weir_q)::VARCHAR" : "SELECT CAST(COLUMNS(*) AS VARCHAR)") +
       std::string(" FROM (") + std::string(statement) + ") AS weir_q" +
       (limit == INT64_MAX ? "" : " LIMIT " + std::to_string(limit));
-  // The time limit: a watchdog interrupts the statement past it.
+  // A watchdog interrupts the statement past the deadline, or once the caller cancels.
   std::mutex done_mu;
   std::condition_variable done_cv;
   bool done = false;
-  std::atomic<bool> interrupted{false};
+  enum class Stop { kNone, kTime, kCancel };
+  std::atomic<Stop> stopped{Stop::kNone};
   std::thread watchdog([&] {
     std::unique_lock lock(done_mu);
-    if (!done_cv.wait_for(lock, timeout, [&] { return done; })) {
-      interrupted = true;
+    while (!done) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) {
+        stopped = Stop::kTime;
+      } else if (options.cancelled && options.cancelled()) {
+        stopped = Stop::kCancel;
+      } else {
+        const auto wake =
+            options.cancelled ? std::min(deadline, now + std::chrono::milliseconds(50)) : deadline;
+        done_cv.wait_until(lock, wake);
+        continue;
+      }
       db.Interrupt();
+      return;
     }
   });
   std::vector<std::optional<std::string>> cells(columns);
@@ -371,10 +383,11 @@ Status Lake::RunStreamed(sql::Database& db, std::string_view statement, size_t c
   }
   done_cv.notify_all();
   watchdog.join();
-  if (interrupted && !s.ok()) {
+  if (!s.ok() && stopped == Stop::kTime) {
     return Status::ResourceExhausted("lake query stopped after its time limit of " +
-                                     std::to_string(timeout.count()) + " ms");
+                                     std::to_string(options.timeout.count()) + " ms");
   }
+  if (!s.ok() && stopped == Stop::kCancel) return Status::Cancelled("lake query cancelled");
   return s;
 }
 

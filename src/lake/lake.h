@@ -42,6 +42,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -79,7 +80,12 @@ struct QueryStats {
 };
 
 struct QueryOptions {
+  // From the start of reading (after the JIT update), for the whole query: past it, the query
+  // is interrupted (kResourceExhausted).
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  // Polled every 50 ms while the query reads (any thread may make it true, e.g. when the client
+  // that asked went away): true interrupts it (kCancelled). Unset: never.
+  std::function<bool()> cancelled;
   bool update_first = true;  // bring the views the query names up to date first (JIT)
   QueryStats* stats = nullptr;
 };
@@ -146,6 +152,7 @@ class Lake {
   struct QueryProgress {
     bool columns_given = false;
     int64_t rows = 0;
+    std::optional<std::chrono::steady_clock::time_point> deadline;  // set when reading starts
   };
   Status QueryOnce(std::string_view sql, const QueryOptions& options, const QuerySink& sink,
                    QueryProgress& progress);
@@ -157,9 +164,12 @@ class Lake {
   // that order; nullopt if one does not; kFailedPrecondition if two overlap.
   Result<std::optional<std::vector<PartitionRecord>>> CertifiedOrder(const CatalogView& view,
                                                                      bool descending) const;
+  // Runs `statement` on `db`, its rows (at most `limit`) cast to text or JSON for the sink,
+  // until `deadline` and while `options.cancelled` says no; `rows` counts the rows given.
   static Status RunStreamed(sql::Database& db, std::string_view statement, size_t columns,
-                            std::chrono::milliseconds timeout, const QuerySink& sink, int64_t limit,
-                            int64_t* rows);
+                            const QueryOptions& options,
+                            std::chrono::steady_clock::time_point deadline, const QuerySink& sink,
+                            int64_t limit, int64_t* rows);
 
   log::LogStore& log_;
   LakeOptions options_;

@@ -388,13 +388,20 @@ TEST_F(LakeTest, QueriesAreReadOnlyAndStayInTheLake) {
   EXPECT_EQ(Rows("SELECT a FROM rv"), (std::vector<std::string>{"1"}));
 }
 
-TEST_F(LakeTest, AQueryPastItsTimeLimitIsStopped) {
+TEST_F(LakeTest, AQueryPastItsTimeLimitOrCancelledIsStopped) {
   QueryOptions options;
   options.timeout = std::chrono::milliseconds(200);
   const auto start = std::chrono::steady_clock::now();
   Status s = QueryStatus("SELECT count(*) FROM range(100000000) a, range(100000000) b", options);
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  // Cancelled by its caller (a client gone) long before its time limit.
+  QueryOptions cancelled;
+  const auto cancel_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  cancelled.cancelled = [&] { return std::chrono::steady_clock::now() >= cancel_at; };
+  s = QueryStatus("SELECT count(*) FROM range(100000000) a, range(100000000) b", cancelled);
+  EXPECT_EQ(s.code(), StatusCode::kCancelled) << s.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - cancel_at, std::chrono::seconds(30));
 }
 
 TEST_F(LakeTest, ANewVersionMakesPartitionsStaleAndTheyAreRebuiltFromTheLog) {
