@@ -104,13 +104,27 @@ class ResultWriter {
   // The query succeeded: what is held back goes out.
   void Finish() {
     if (format_ == QueryFormat::kCsv && !header_written_) WriteCsvHeader();
-    if (format_ == QueryFormat::kTable) WriteTable();
+    if (format_ == QueryFormat::kTable) {
+      if (!table_started_) StartTable();
+      write_("(" + std::to_string(table_rows_) + (table_rows_ == 1 ? " row)\n" : " rows)\n"));
+    }
   }
 
  private:
+  // A table's columns are as wide as their widest cell among the first kTableHeldRows rows,
+  // which are held back to measure them; later rows stream through (a wider cell shifts the
+  // rest of its line), so a table of any length takes bounded memory.
+  static constexpr size_t kTableHeldRows = 1000;
+
   void OnRow(std::span<const std::optional<std::string>> cells) {
     if (format_ == QueryFormat::kTable) {
-      rows_.emplace_back(cells.begin(), cells.end());
+      ++table_rows_;
+      if (table_started_) {
+        WriteTableRow(cells);
+        return;
+      }
+      held_.emplace_back(cells.begin(), cells.end());
+      if (held_.size() == kTableHeldRows) StartTable();
       return;
     }
     if (!header_written_) WriteCsvHeader();
@@ -132,44 +146,50 @@ class ResultWriter {
     write_(line_);
   }
 
-  void WriteTable() {
-    std::vector<std::vector<std::string>> text;
-    std::vector<size_t> widths;
-    for (const std::string& name : names_) widths.push_back(DisplayWidth(name));
-    for (const Cells& row : rows_) {
-      std::vector<std::string>& cells = text.emplace_back();
-      for (size_t i = 0; i < row.size() && i < widths.size(); ++i) {
-        cells.push_back(TableCell(row[i]));
-        widths[i] = std::max(widths[i], DisplayWidth(cells.back()));
+  // Measures the held rows, writes the header, the rule and them.
+  void StartTable() {
+    table_started_ = true;
+    for (const std::string& name : names_) widths_.push_back(DisplayWidth(name));
+    for (const Cells& row : held_) {
+      for (size_t i = 0; i < row.size() && i < widths_.size(); ++i) {
+        widths_[i] = std::max(widths_[i], DisplayWidth(TableCell(row[i])));
       }
     }
-    auto line = [&](auto&& cell_of) {
-      std::string out;
-      for (size_t i = 0; i < widths.size(); ++i) {
-        if (i > 0) out += "  ";
-        // The last column is not padded: no trailing spaces.
-        if (i + 1 == widths.size()) {
-          out += cell_of(i);
-        } else {
-          AppendPadded(out, cell_of(i), widths[i]);
-        }
+    TableLine([&](size_t i) { return names_[i]; });
+    TableLine([&](size_t i) { return std::string(widths_[i], '-'); });
+    for (const Cells& row : held_) WriteTableRow(row);
+    held_.clear();
+  }
+
+  void WriteTableRow(std::span<const std::optional<std::string>> cells) {
+    TableLine([&](size_t i) { return i < cells.size() ? TableCell(cells[i]) : std::string(); });
+  }
+
+  // One line of the table: cell_of(i) for each column, padded to its width.
+  template <typename CellOf>
+  void TableLine(const CellOf& cell_of) {
+    line_.clear();
+    for (size_t i = 0; i < widths_.size(); ++i) {
+      if (i > 0) line_ += "  ";
+      // The last column is not padded: no trailing spaces.
+      if (i + 1 == widths_.size()) {
+        line_ += cell_of(i);
+      } else {
+        AppendPadded(line_, cell_of(i), widths_[i]);
       }
-      out += '\n';
-      write_(out);
-    };
-    line([&](size_t i) { return std::string_view(names_[i]); });
-    line([&](size_t i) { return std::string(widths[i], '-'); });
-    for (const std::vector<std::string>& cells : text) {
-      line([&](size_t i) { return std::string_view(i < cells.size() ? cells[i] : ""); });
     }
-    write_("(" + std::to_string(rows_.size()) + (rows_.size() == 1 ? " row)\n" : " rows)\n"));
+    line_ += '\n';
+    write_(line_);
   }
 
   const QueryFormat format_;
   const std::function<void(std::string_view)>& write_;
   std::vector<std::string> names_;
-  Cells header_;             // the names, as csv cells
-  std::vector<Cells> rows_;  // table: every row until the end
+  Cells header_;                // the names, as csv cells
+  std::vector<Cells> held_;     // table: the first rows, until the widths are known
+  std::vector<size_t> widths_;  // table: its columns' widths, once started
+  bool table_started_ = false;
+  int64_t table_rows_ = 0;
   bool header_written_ = false;
   std::string line_;
 };

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -176,6 +177,12 @@ TEST_F(LakeCli, ViewsOfAProducedTopicAnswerQueriesInEachFormat) {
   EXPECT_EQ(InData({"query", "SELECT page FROM clicks WHERE false", "--format", "csv"}).out,
             "page\r\n");
   EXPECT_EQ(InData({"query", "SELECT page FROM clicks WHERE false"}).out, "page\n----\n(0 rows)\n");
+  // A long table: columns sized by the first 1000 rows, the rest streamed in them.
+  CommandResult tall = InData({"query", "SELECT range AS n FROM range(1500)"});
+  ASSERT_EQ(tall.exit_code, 0) << tall.err;
+  EXPECT_TRUE(tall.out.starts_with("n\n---\n0\n")) << tall.out.substr(0, 40);
+  EXPECT_EQ(std::count(tall.out.begin(), tall.out.end(), '\n'), 1503);
+  EXPECT_TRUE(tall.out.ends_with("\n1499\n(1500 rows)\n")) << tall.out.substr(tall.out.size() - 40);
 
   // A view with SQL, joined with the other.
   CommandResult join = InData({"query",
