@@ -68,7 +68,7 @@ Status DefineView(sql::Database& db, const std::filesystem::path& lake_dir, cons
   // Its columns, from the view's SQL over no records (a scan named after the view: one
   // registration per name).
   auto& empty = empty_batches.emplace_back(std::make_unique<sql::ColumnBatch>());
-  empty->Reset(RecordBatchColumns(view.columns));
+  empty->Reset(view.spec.archive ? ArchiveBatchColumns() : RecordBatchColumns(view.columns));
   const std::string scan = "weir_no_records_" + std::to_string(empty_batches.size());
   WEIR_RETURN_IF_ERROR(db.RegisterBatchScan(scan, empty.get()));
   std::string select = "WITH records AS (SELECT * FROM " + scan + "()) SELECT * FROM ";
@@ -194,7 +194,11 @@ std::optional<OrderedScan> MatchOrderedScan(std::string_view tree,
 
 Result<std::unique_ptr<Lake>> Lake::Open(log::LogStore& log, LakeOptions options) {
   WEIR_ASSIGN_OR_RETURN(std::unique_ptr<Catalog> catalog, Catalog::Open(options.dir));
-  return std::unique_ptr<Lake>(new Lake(log, std::move(options), std::move(catalog)));
+  std::unique_ptr<Lake> lake(new Lake(log, std::move(options), std::move(catalog)));
+  for (const CatalogView& v : lake->Views()) {
+    WEIR_RETURN_IF_ERROR(lake->HoldForArchive(v.spec.name));
+  }
+  return lake;
 }
 
 Lake::~Lake() { StopBackground(); }
@@ -220,6 +224,14 @@ Status Lake::Register(const ViewSpec& spec) {
   std::lock_guard lock(ViewMutex(spec.name));
   std::optional<CatalogView> old = catalog_->GetView(spec.name);
   if (old && old->spec == spec) return Status::OK();
+  WEIR_RETURN_IF_ERROR(CheckArchiveSpec(spec));
+  for (const CatalogView& other : catalog_->Views()) {
+    if (spec.archive && other.spec.archive && other.spec.topic == spec.topic &&
+        other.spec.name != spec.name) {
+      return Status::InvalidArgument("view '" + spec.name + "': topic '" + spec.topic +
+                                     "' already has an archive, view '" + other.spec.name + "'");
+    }
+  }
   CatalogView view{.spec = spec, .columns = spec.columns};
   if (view.columns.empty() && old && old->spec.sql == spec.sql && old->spec.topic == spec.topic &&
       old->spec.columns.empty()) {
@@ -235,7 +247,8 @@ Status Lake::Register(const ViewSpec& spec) {
                                      std::string(s.message()));
     }
   }
-  return catalog_->PutView(view);
+  WEIR_RETURN_IF_ERROR(catalog_->PutView(view));
+  return HoldForArchive(spec.name);
 }
 
 std::vector<CatalogView> Lake::Views() const { return catalog_->Views(); }
@@ -253,7 +266,12 @@ Result<ViewStatus> Lake::Describe(std::string_view name) const {
 }
 
 Status Lake::Update(std::string_view view, bool open_too, MaterializeFigures* figures) {
-  return WithMaterializer(view, [&](Materializer& m) { return m.Update(view, open_too, figures); });
+  // An archive's topic is held before its records are read, and its floors raised after.
+  WEIR_RETURN_IF_ERROR(HoldForArchive(view));
+  Status s =
+      WithMaterializer(view, [&](Materializer& m) { return m.Update(view, open_too, figures); });
+  Status held = HoldForArchive(view);
+  return s.ok() ? held : s;
 }
 
 Status Lake::Rebuild(std::string_view view, MaterializeFigures* figures) {

@@ -267,7 +267,11 @@ struct Materializer::State {
         if (!part.file.empty()) Remove(part.file);
       }
     };
-    columns.Reset(view.columns);
+    if (view.spec.archive) {
+      columns.ResetArchive();
+    } else {
+      columns.Reset(view.columns);
+    }
     SourceHash hash;
     int64_t records = 0;
     int64_t append_min = INT64_MAX;
@@ -492,7 +496,7 @@ Status Materializer::Update(std::string_view name, bool open_too, MaterializeFig
   WEIR_ASSIGN_OR_RETURN(CatalogView view, FindView(state_->catalog, name));
   Result<log::Topic*> topic = state_->log.GetTopic(view.spec.topic);
   if (!topic.ok()) return Status::OK();  // nothing to materialize until the topic exists
-  if (view.columns.empty()) {
+  if (view.columns.empty() && !view.spec.archive) {
     WEIR_ASSIGN_OR_RETURN(bool inferred, state_->InferColumns(view, **topic));
     if (!inferred) return Status::OK();
   }
@@ -507,7 +511,7 @@ Status Materializer::Rebuild(std::string_view name, MaterializeFigures* figures)
   state_->figures = figures;
   WEIR_ASSIGN_OR_RETURN(CatalogView view, FindView(state_->catalog, name));
   WEIR_ASSIGN_OR_RETURN(log::Topic * topic, state_->log.GetTopic(view.spec.topic));
-  if (view.columns.empty()) {
+  if (view.columns.empty() && !view.spec.archive) {
     // A new SQL dropped the inferred columns: infer them again, as Update does, or the ranges
     // would be written without the fields.
     WEIR_RETURN_IF_ERROR(state_->InferColumns(view, *topic).status());
