@@ -140,6 +140,11 @@ class Lake {
   template <typename F>
   Status WithMaterializer(std::string_view view, F&& f);
   void BackgroundLoop();
+  // ReadArchive's loop: fills `messages` (filled of them), calling hand_over when full; stops
+  // once `stopped`.
+  Status ReadArchiveInto(std::string_view topic, int32_t partition, int64_t from,
+                         std::vector<ArchivedMessage>& messages, size_t& filled,
+                         const std::function<void()>& hand_over, bool& stopped);
   // The view's live partitions in the order of its first sort column, if every one certifies
   // that order; nullopt if one does not; kFailedPrecondition if two overlap.
   Result<std::optional<std::vector<PartitionRecord>>> CertifiedOrder(const CatalogView& view,

@@ -61,10 +61,7 @@ std::optional<ArchiveExtent> Lake::ArchiveExtentOf(std::string_view topic,
 
 Status Lake::ReadArchive(std::string_view topic, int32_t partition, int64_t from, size_t chunk,
                          const std::function<bool(std::span<const ArchivedMessage>)>& on_chunk) {
-  std::optional<CatalogView> view = ArchiveOf(*catalog_, topic);
-  if (!view) return Status::NotFound("topic " + std::string(topic) + " has no archive");
   chunk = std::max<size_t>(chunk, 1);
-  WEIR_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db, sql::Database::OpenInMemory(1));
   std::vector<ArchivedMessage> messages(chunk);
   size_t filled = 0;
   bool stopped = false;
@@ -72,6 +69,18 @@ Status Lake::ReadArchive(std::string_view topic, int32_t partition, int64_t from
     if (filled > 0 && !stopped) stopped = !on_chunk(std::span(messages.data(), filled));
     filled = 0;
   };
+  Status s = ReadArchiveInto(topic, partition, from, messages, filled, hand_over, stopped);
+  hand_over();  // what was read in order before an error goes out too: never a gap
+  return s;
+}
+
+Status Lake::ReadArchiveInto(std::string_view topic, int32_t partition, int64_t from,
+                             std::vector<ArchivedMessage>& messages, size_t& filled,
+                             const std::function<void()>& hand_over, bool& stopped) {
+  const size_t chunk = messages.size();
+  std::optional<CatalogView> view = ArchiveOf(*catalog_, topic);
+  if (!view) return Status::NotFound("topic " + std::string(topic) + " has no archive");
+  WEIR_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db, sql::Database::OpenInMemory(1));
   int64_t pos = from;
   // A file may be retired (a merge, a seal) and deleted a grace after the listing: a read that
   // fails after it made progress lists the partitions again and goes on from where it is.
@@ -149,7 +158,6 @@ Status Lake::ReadArchive(std::string_view topic, int32_t partition, int64_t from
     }
     // Through what was listed (or a relist): more may have been committed since.
   }
-  hand_over();
   return Status::OK();
 }
 
