@@ -244,8 +244,8 @@ class Server::Impl {
   // Catch-ups: the threads reading archives and their queue.
   std::mutex catch_up_mu_;
   std::condition_variable catch_up_cv_;
-  std::deque<CatchUpPtr> catch_up_queue_;  // guarded by catch_up_mu_
-  std::vector<std::thread> catch_up_threads_;
+  std::deque<CatchUpPtr> catch_up_queue_;      // guarded by catch_up_mu_
+  std::vector<std::thread> catch_up_threads_;  // guarded by catch_up_mu_
   std::atomic<bool> stop_catch_ups_{false};
 };
 
@@ -1764,6 +1764,7 @@ std::optional<ArchiveExtent> Server::Impl::ArchiveOf(std::string_view topic,
 
 void Server::Impl::StartCatchUp(CatchUpPtr catch_up) {
   std::lock_guard lock(catch_up_mu_);
+  if (stop_catch_ups_) return;  // shutting down: the connection is being closed
   catch_up_queue_.push_back(std::move(catch_up));
   if (static_cast<int>(catch_up_threads_.size()) < std::max(1, options_.max_catchups)) {
     try {
@@ -1903,13 +1904,14 @@ void Server::Impl::Shutdown() {
     for (auto& connection : all) connection->Shutdown();
   });
   drained.wait_for(std::chrono::seconds(1));
+  std::vector<std::thread> catch_up_threads;
   {
     std::lock_guard lock(catch_up_mu_);
     stop_catch_ups_ = true;
+    catch_up_threads.swap(catch_up_threads_);  // none starts from here on
   }
   catch_up_cv_.notify_all();
-  for (std::thread& thread : catch_up_threads_) thread.join();  // each ends its read soon
-  catch_up_threads_.clear();
+  for (std::thread& thread : catch_up_threads) thread.join();  // each ends its read soon
   stop_watcher_ = true;
   if (watcher_.joinable()) watcher_.join();
   io_.stop();
