@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -21,6 +23,34 @@ struct QueryRequest {
   std::string sql;
   std::string format = "jsonl";               // jsonl, csv or table
   std::chrono::milliseconds timeout{60'000};  // at most ServerOptions::max_query_time
+};
+
+// One message of a topic's archive: its offset and the record's value, byte for byte.
+struct ArchivedMessage {
+  int64_t offset = 0;
+  std::string value;
+};
+
+// What the archive of a topic partition holds: the offsets [first, end).
+struct ArchiveExtent {
+  int64_t first = 0;
+  int64_t end = 0;
+};
+
+// A topic's archive (src/lake's archive view): how a subscriber below the log's retention
+// catches up (src/serve/README.md, "Catch-up"). The server knows nothing of the lake.
+struct ArchiveAccess {
+  // What the partition's archive holds, or nullopt (no archive, or nothing in it yet). Called on
+  // the server's I/O thread: it must answer from memory, without blocking on I/O.
+  std::function<std::optional<ArchiveExtent>(std::string_view topic, int32_t partition)> extent;
+  // Reads the archive from `from` in offset order, giving chunks of at most `chunk` consecutive
+  // messages to `on_chunk`, until the archive's end (OK) or `on_chunk` returns false (OK). An
+  // error if the archive does not hold `from`, or a file is missing or corrupt (never a gap).
+  // Called on a catch-up thread of the server's; `on_chunk` blocks while the subscriber is
+  // behind (that is the pacing).
+  std::function<Status(std::string_view topic, int32_t partition, int64_t from, size_t chunk,
+                       const std::function<bool(std::span<const ArchivedMessage>)>& on_chunk)>
+      read;
 };
 
 struct ServerOptions {
@@ -46,6 +76,13 @@ struct ServerOptions {
   std::function<Status(std::string_view view, const BodyWriter& write)> views_handler{};
   int max_queries = 4;
   std::chrono::milliseconds max_query_time{60'000};
+
+  // The topics' archives; absent: a subscriber below the log's retention is refused (evicted).
+  ArchiveAccess archive{};
+  // Catch-ups read from the archive at once (each on a thread of its own); more wait their turn.
+  int max_catchups = 4;
+  // Messages per chunk read from the archive; a catch-up holds at most two chunks in memory.
+  size_t catchup_chunk = 4096;
 };
 
 }  // namespace weir

@@ -36,6 +36,7 @@
 // Errors (all carry the URL and, for refusals, the server's close reason JSON verbatim):
 //   kInvalidArgument  bad URL, start or options; bad_request (4400); an HTTP 4xx to the upgrade
 //   kNotFound         not_found (4404): unknown topic or partition
+//   kIOError          archive_unreadable (4500): the server's archive could not serve a catch-up
 //   kOutOfRange       too_old (4413), evicted (4410), ahead (4416), empty (4204): the offset
 //                     asked for (from the cursor, start or a resume) is not served any more or
 //                     not yet; never skipped silently
@@ -99,6 +100,9 @@ struct SubscriptionGreeting {
   Offset start;  // the first message this connection delivers
   int64_t max_replay = 0;
   int64_t max_backlog = 0;
+  // The first offset the partition's archive holds, if it has one: messages below `first` down
+  // to it are served from the archive (a catch-up past retention).
+  std::optional<Offset> archive_first;
 };
 
 struct SubscriptionMessage {

@@ -162,6 +162,17 @@ int BenchNexmark(const BenchArgs& args);
 int BenchProcess(const BenchArgs& args);
 int BenchLake(const BenchArgs& args);
 
+// `weir bench catchup` (bench_catchup.cc): a subscriber replaying a topic from offset 0 out of
+// the log, then (once retention evicted it) out of its archive, through the server.
+struct CatchupBenchArgs {
+  std::string data_dir;  // empty: a fresh temporary directory, removed after
+  int64_t messages = 1'000'000;
+  int value_bytes = 100;
+  size_t chunk = 4096;  // messages per archive chunk
+  int runs = 3;         // of each replay (the median is printed too)
+};
+int BenchCatchup(const CatchupBenchArgs& args);
+
 // --- The lake: `weir views ...` and `weir query` (views.cc) --------------------------------------
 
 struct ViewsArgs {

@@ -69,6 +69,9 @@ class LakeService : public RunService {
 
   // POST /query and GET /views answered with this lake (ServerOptions' handlers).
   static void Serve(const std::shared_ptr<LakeService>& service, ServerOptions& options);
+  // Subscribers below retention caught up through the topics' archive views (ServerOptions'
+  // archive).
+  static void ServeArchives(const std::shared_ptr<LakeService>& service, ServerOptions& options);
 
  private:
   std::string data_dir_;

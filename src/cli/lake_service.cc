@@ -76,6 +76,22 @@ void LakeService::Serve(const std::shared_ptr<LakeService>& service, ServerOptio
   };
 }
 
+void LakeService::ServeArchives(const std::shared_ptr<LakeService>& service,
+                                ServerOptions& options) {
+  // The lake starts before the server and stops after it: lake_ is set while the server runs.
+  options.archive.extent = [service](std::string_view topic,
+                                     int32_t partition) -> std::optional<ArchiveExtent> {
+    if (!service->lake_) return std::nullopt;
+    return service->lake_->ArchiveExtentOf(topic, partition);
+  };
+  options.archive.read =
+      [service](std::string_view topic, int32_t partition, int64_t from, size_t chunk,
+                const std::function<bool(std::span<const ArchivedMessage>)>& on_chunk) {
+        if (!service->lake_) return Status::NotFound("no lake");
+        return service->lake_->ReadArchive(topic, partition, from, chunk, on_chunk);
+      };
+}
+
 Result<std::vector<lake::ViewSpec>> ViewsBesideThePipeline(const std::string& path) {
   auto text = ReadFile(path);
   if (!text.ok()) return std::vector<lake::ViewSpec>{};  // the pipeline loader says why

@@ -30,6 +30,7 @@ struct Arguments {
   ConsumeArgs consume;
   TopicArgs topics;
   BenchArgs bench;
+  CatchupBenchArgs catchup;
   ViewsArgs views;
   QueryArgs query;
 };
@@ -413,7 +414,27 @@ Command AddBenchLake(CLI::App* bench_cmd, BenchArgs& bench) {
   return {cmd, [&bench] { return BenchLake(bench); }};
 }
 
-// `bench log|pipeline|windows|join|nexmark|process|lake`: each takes its own --data-dir (default: a
+// `bench catchup`.
+Command AddBenchCatchup(CLI::App* bench_cmd, CatchupBenchArgs& args) {
+  CLI::App* cmd = bench_cmd->add_subcommand(
+      "catchup", "A subscriber's replay from the log, then from the archive past retention");
+  cmd->add_option("--messages", args.messages, "Messages")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--value-bytes", args.value_bytes, "Message size in bytes")
+      ->check(CLI::Range(40, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--chunk", args.chunk, "Messages per archive chunk")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--runs", args.runs, "Runs of each replay")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--data-dir", args.data_dir, "Where (default: a temporary directory)");
+  return {cmd, [&args] { return BenchCatchup(args); }};
+}
+
+// `bench log|pipeline|windows|join|nexmark|process|lake|catchup`: each takes its own --data-dir (default: a
 // temporary directory), not the shared one.
 std::vector<Command> AddBenchCommands(CLI::App& app, Arguments& args) {
   CLI::App* bench_cmd =
@@ -425,6 +446,7 @@ std::vector<Command> AddBenchCommands(CLI::App& app, Arguments& args) {
   commands.push_back(AddBenchNexmark(bench_cmd, args.bench));
   commands.push_back(AddBenchProcess(bench_cmd, args.bench));
   commands.push_back(AddBenchLake(bench_cmd, args.bench));
+  commands.push_back(AddBenchCatchup(bench_cmd, args.catchup));
   return commands;
 }
 

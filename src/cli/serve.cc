@@ -48,6 +48,7 @@ class ServeWhileRunning : public RunService {
     if (lake_) {
       WEIR_RETURN_IF_ERROR(lake_->Start(log, progress));
       LakeService::Serve(lake_, options_);
+      LakeService::ServeArchives(lake_, options_);
     }
     auto server = serve::Server::Start(log, options_);
     if (!server.ok()) {

@@ -62,6 +62,8 @@ Ending EndingOfClose(uint16_t code, const std::string& what) {
     case CloseCode::kTooOld:
     case CloseCode::kAhead:
       return {false, Status::OutOfRange(what)};
+    case CloseCode::kArchiveUnreadable:
+      return {false, Status::IOError(what)};
     case CloseCode::kTooSlow:
     case CloseCode::kTooManySubscribers:
     case CloseCode::kNormal:
@@ -247,6 +249,8 @@ struct Subscription::Impl {
     greeting.start = Offset(parsed->start);
     greeting.max_replay = parsed->max_replay;
     greeting.max_backlog = parsed->max_backlog;
+    greeting.archive_first =
+        parsed->archive_first ? std::optional(Offset(*parsed->archive_first)) : std::nullopt;
     return Status::OK();
   }
 

@@ -49,7 +49,8 @@ Status DefineView(sql::Database& db, const std::filesystem::path& lake_dir, cons
                       (mixed ? ", union_by_name = true" : "") + ")");
   }
   std::string records;
-  for (const auto& [name, type] : RecordBatchColumns(view.columns)) {
+  for (const auto& [name, type] :
+       view.spec.archive ? ArchiveBatchColumns() : RecordBatchColumns(view.columns)) {
     records += (records.empty() ? "SELECT " : ", ") + std::string("CAST(NULL AS ") +
                std::string(sql::ColumnBatchSqlType(type)) + ") AS " + SqlIdentifier(name);
   }
@@ -71,8 +72,12 @@ Result<std::unique_ptr<Lake>> Lake::Open(log::LogStore& log, LakeOptions options
     settings += "; SET memory_limit = " + SqlString(options.query_memory_limit);
   }
   WEIR_RETURN_IF_ERROR(query_db->Execute(settings + "; SET lock_configuration = true"));
-  return std::unique_ptr<Lake>(
+  std::unique_ptr<Lake> lake(
       new Lake(log, std::move(options), std::move(catalog), std::move(query_db)));
+  for (const CatalogView& v : lake->Views()) {
+    WEIR_RETURN_IF_ERROR(lake->HoldForArchive(v.spec.name));
+  }
+  return lake;
 }
 
 Lake::~Lake() { StopBackground(); }
@@ -105,6 +110,14 @@ Status Lake::Register(const ViewSpec& spec) {
   std::lock_guard lock(ViewMutex(spec.name));
   std::optional<CatalogView> old = catalog_->GetView(spec.name);
   if (old && old->spec == spec) return Status::OK();
+  WEIR_RETURN_IF_ERROR(CheckArchiveSpec(spec));
+  for (const CatalogView& other : catalog_->Views()) {
+    if (spec.archive && other.spec.archive && other.spec.topic == spec.topic &&
+        other.spec.name != spec.name) {
+      return Status::InvalidArgument("view '" + spec.name + "': topic '" + spec.topic +
+                                     "' already has an archive, view '" + other.spec.name + "'");
+    }
+  }
   CatalogView view{.spec = spec, .columns = spec.columns};
   if (view.columns.empty() && old && old->spec.sql == spec.sql && old->spec.topic == spec.topic &&
       old->spec.columns.empty()) {
@@ -120,7 +133,8 @@ Status Lake::Register(const ViewSpec& spec) {
           "': its sql does not run over its records: " + std::string(s.message()));
     }
   }
-  return catalog_->PutView(view);
+  WEIR_RETURN_IF_ERROR(catalog_->PutView(view));
+  return HoldForArchive(spec.name);
 }
 
 std::vector<CatalogView> Lake::Views() const { return catalog_->Views(); }
@@ -138,7 +152,12 @@ Result<ViewStatus> Lake::Describe(std::string_view name) const {
 }
 
 Status Lake::Update(std::string_view view, bool open_too, MaterializeFigures* figures) {
-  return WithMaterializer(view, [&](Materializer& m) { return m.Update(view, open_too, figures); });
+  // An archive's topic is held before its records are read, and its floors raised after.
+  WEIR_RETURN_IF_ERROR(HoldForArchive(view));
+  Status s =
+      WithMaterializer(view, [&](Materializer& m) { return m.Update(view, open_too, figures); });
+  Status held = HoldForArchive(view);
+  return s.ok() ? held : s;
 }
 
 Status Lake::Rebuild(std::string_view view, MaterializeFigures* figures) {

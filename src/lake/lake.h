@@ -53,6 +53,7 @@
 #include "lake/view.h"
 #include "log/log.h"
 #include "sql/database.h"
+#include "weir/serve.h"
 #include "weir/status.h"
 
 namespace weir::lake {
@@ -135,6 +136,23 @@ class Lake {
 
   const std::filesystem::path& dir() const { return options_.dir; }
 
+  // --- Archives (lake_archive.cc; view.h has the `archive: true` form) ---------------------
+  // Marks the archive view's topic archived in the log (its retention then keeps what the
+  // archive lacks) and raises each partition's retention floor to the archive's committed end;
+  // refreshes what ArchiveExtentOf answers. Update does this before and after materializing an
+  // archive view; OK for a view that is not an archive or whose topic does not exist yet.
+  Status HoldForArchive(std::string_view view);
+  // What the archive of a topic partition holds, from memory (never touches DuckDB nor waits
+  // for a commit): refreshed by HoldForArchive. nullopt: no archive, or nothing in it yet.
+  std::optional<ArchiveExtent> ArchiveExtentOf(std::string_view topic, int32_t partition) const;
+  // Reads the topic's archive from `from` (ArchiveAccess::read's contract, serve.h): in offset
+  // order, chunks of at most `chunk` messages, through the archive's end as listed when the
+  // read reaches it. kNotFound: the topic has no archive; kOutOfRange: the archive does not
+  // hold `from`; kCorruption / kIOError naming the file: a file missing, unreadable, or not
+  // holding exactly its partition's offsets. On the caller's thread, with a DuckDB of its own.
+  Status ReadArchive(std::string_view topic, int32_t partition, int64_t from, size_t chunk,
+                     const std::function<bool(std::span<const ArchivedMessage>)>& on_chunk);
+
  private:
   // A view's lock, and its materializer (kept between updates: opening one costs ~10 ms).
   struct ViewSlot {
@@ -160,6 +178,11 @@ class Lake {
   template <typename F>
   Status WithMaterializer(std::string_view view, F&& f);
   void BackgroundLoop();
+  // ReadArchive's loop: fills `messages` (filled of them), calling hand_over when full; stops
+  // once `stopped`.
+  Status ReadArchiveInto(std::string_view topic, int32_t partition, int64_t from,
+                         std::vector<ArchivedMessage>& messages, size_t& filled,
+                         const std::function<void()>& hand_over, bool& stopped);
   // The view's live partitions in the order of its first sort column, if every one certifies
   // that order; nullopt if one does not; kFailedPrecondition if two overlap.
   Result<std::optional<std::vector<PartitionRecord>>> CertifiedOrder(const CatalogView& view,
@@ -180,6 +203,9 @@ class Lake {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::thread background_;
+  // ArchiveExtentOf's answers, by (topic, partition). Never held across I/O.
+  mutable std::mutex archive_mu_;
+  std::map<std::pair<std::string, int32_t>, ArchiveExtent, std::less<>> archive_extents_;
 };
 
 }  // namespace weir::lake

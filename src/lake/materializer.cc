@@ -364,7 +364,11 @@ struct Materializer::State {
                       .span_start_ms = span_start,
                       .span_ms = span_ms,
                       .sealed = sealed};
-    columns.Reset(view.columns);
+    if (view.spec.archive) {
+      columns.ResetArchive();
+    } else {
+      columns.Reset(view.columns);
+    }
     range.emplace(RangeRead{.view = view,
                             .tp = tp,
                             .reader = log::PartitionReader(partition, Offset(begin)),
@@ -559,7 +563,7 @@ Status Materializer::Update(std::string_view name, bool open_too, MaterializeFig
   WEIR_ASSIGN_OR_RETURN(CatalogView view, FindView(state_->catalog, name));
   Result<log::Topic*> topic = state_->log.GetTopic(view.spec.topic);
   if (!topic.ok()) return Status::OK();  // nothing to materialize until the topic exists
-  if (view.columns.empty()) {
+  if (view.columns.empty() && !view.spec.archive) {
     WEIR_ASSIGN_OR_RETURN(bool inferred, state_->InferColumns(view, **topic));
     if (!inferred) return Status::OK();
   }
@@ -574,7 +578,7 @@ Status Materializer::Rebuild(std::string_view name, MaterializeFigures* figures)
   state_->figures = figures;
   WEIR_ASSIGN_OR_RETURN(CatalogView view, FindView(state_->catalog, name));
   WEIR_ASSIGN_OR_RETURN(log::Topic * topic, state_->log.GetTopic(view.spec.topic));
-  if (view.columns.empty()) {
+  if (view.columns.empty() && !view.spec.archive) {
     // A new SQL dropped the inferred columns: infer them again, as Update does, or the ranges
     // would be written without the fields.
     WEIR_RETURN_IF_ERROR(state_->InferColumns(view, *topic).status());

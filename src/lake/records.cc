@@ -173,8 +173,23 @@ struct RecordColumns::Parser {
 RecordColumns::RecordColumns() : parser_(std::make_unique<Parser>()) {}
 RecordColumns::~RecordColumns() = default;
 
+std::vector<std::pair<std::string, BatchType>> ArchiveBatchColumns() {
+  std::vector<std::pair<std::string, BatchType>> out = RecordBatchColumns({});
+  out.emplace_back("_value", BatchType::kBlob);
+  return out;
+}
+
+void RecordColumns::ResetArchive() {
+  columns_.clear();
+  archive_ = true;
+  parser_->batch.Reset(ArchiveBatchColumns());
+  parser_->slots.clear();
+  Clear();
+}
+
 void RecordColumns::Reset(const std::vector<ViewColumn>& columns) {
   columns_ = columns;
+  archive_ = false;
   parser_->batch.Reset(RecordBatchColumns(columns));
   parser_->slots.assign(columns.size(), {});
   Clear();
@@ -187,11 +202,33 @@ void RecordColumns::Clear() {
 }
 
 const sql::ColumnBatch& RecordColumns::batch() const { return parser_->batch; }
+void RecordColumns::AppendMeta(const log::StoredRecord& record, int32_t topic_partition) {
+  sql::ColumnBatch& b = parser_->batch;
+  b.AppendInt(0, topic_partition);
+  b.AppendInt(1, record.offset.value());
+  if (record.key_serde == KeySerde::kString && dataflow::IsValidUtf8(record.key)) {
+    b.AppendText(2, record.key);
+  } else if (std::optional<std::string> key = KeyText(record)) {
+    b.AppendText(2, *key);
+  } else {
+    b.AppendNull(2);
+  }
+  const int64_t ts = record.timestamp.value();
+  b.AppendInt(3, ts);
+  event_min_ = std::min(event_min_.value_or(ts), ts);
+  event_max_ = std::max(event_max_.value_or(ts), ts);
+}
+
 size_t RecordColumns::rows() const { return parser_->batch.rows(); }
 
 Status RecordColumns::Add(const log::StoredRecord& record, int32_t topic_partition) {
   Parser& p = *parser_;
   simdjson::dom::element root;
+  if (archive_) {
+    AppendMeta(record, topic_partition);
+    p.batch.AppendBytes(kMetaColumnCount, record.value);
+    return Status::OK();
+  }
   if (auto error = p.dom.parse(record.value.data(), record.value.size()).get(root);
       error != simdjson::SUCCESS) {
     return Status::InvalidArgument(std::string("value is not valid JSON: ") +
@@ -235,19 +272,7 @@ Status RecordColumns::Add(const log::StoredRecord& record, int32_t topic_partiti
     }
   }
   sql::ColumnBatch& b = p.batch;
-  b.AppendInt(0, topic_partition);
-  b.AppendInt(1, record.offset.value());
-  if (record.key_serde == KeySerde::kString && dataflow::IsValidUtf8(record.key)) {
-    b.AppendText(2, record.key);
-  } else if (std::optional<std::string> key = KeyText(record)) {
-    b.AppendText(2, *key);
-  } else {
-    b.AppendNull(2);
-  }
-  const int64_t ts = record.timestamp.value();
-  b.AppendInt(3, ts);
-  event_min_ = std::min(event_min_.value_or(ts), ts);
-  event_max_ = std::max(event_max_.value_or(ts), ts);
+  AppendMeta(record, topic_partition);
   for (size_t i = 0; i < columns_.size(); ++i) {
     const size_t column = kMetaColumnCount + i;
     if (!p.slots[i].present) {

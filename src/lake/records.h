@@ -43,6 +43,10 @@ class SourceHash {
 std::vector<std::pair<std::string, sql::ColumnBatch::Type>> RecordBatchColumns(
     const std::vector<ViewColumn>& columns);
 
+// The columns of an archive view's records (view.h): _partition, _offset, _key, _ts, _value
+// (the value's bytes, a BLOB).
+std::vector<std::pair<std::string, sql::ColumnBatch::Type>> ArchiveBatchColumns();
+
 // Infers a view's columns from records' values: every top-level field of the JSON objects, in
 // order of first appearance, typed bigint / double / varchar / boolean / json (integer and
 // number -> double; any other mix -> json). Values that are not objects are skipped.
@@ -54,6 +58,8 @@ class RecordColumns {
   ~RecordColumns();
   // Clears the batch and sets its columns for `columns`.
   void Reset(const std::vector<ViewColumn>& columns);
+  // Clears the batch and sets the archive's columns (ArchiveBatchColumns): every record fits.
+  void ResetArchive();
   // Clears the rows and the figures below, keeping the columns.
   void Clear();
   // Appends the record as a row; on error nothing is appended (the reason for a dead letter).
@@ -66,8 +72,11 @@ class RecordColumns {
 
  private:
   struct Parser;
+  // _partition, _offset, _key, _ts of the row being added.
+  void AppendMeta(const log::StoredRecord& record, int32_t topic_partition);
   std::unique_ptr<Parser> parser_;
   std::vector<ViewColumn> columns_;
+  bool archive_ = false;
   std::optional<int64_t> event_min_;
   std::optional<int64_t> event_max_;
 };

@@ -55,8 +55,7 @@ bool Lookup(const Table& table, std::string_view name, T* out) {
 }
 
 bool IsRecordColumn(const ViewSpec& spec, std::string_view name) {
-  if (std::find(std::begin(kMetaColumns), std::end(kMetaColumns), name) !=
-      std::end(kMetaColumns)) {
+  if (std::find(std::begin(kMetaColumns), std::end(kMetaColumns), name) != std::end(kMetaColumns)) {
     return true;
   }
   return std::any_of(spec.columns.begin(), spec.columns.end(),
@@ -64,14 +63,26 @@ bool IsRecordColumn(const ViewSpec& spec, std::string_view name) {
 }
 
 Result<ViewSpec> ParseView(const std::string& name, const ConfigNode& node) {
-  WEIR_RETURN_IF_ERROR(
-      node.OnlyKeys({"topic", "sql", "columns", "partition", "sort", "order", "version", "refresh",
-                     "merge"}));
+  WEIR_RETURN_IF_ERROR(node.OnlyKeys({"topic", "sql", "columns", "partition", "sort", "order",
+                                      "version", "refresh", "merge", "archive"}));
   if (Status s = CheckName(name, "view name"); !s.ok()) return node.Error(s.message());
   ViewSpec spec;
   spec.name = name;
   WEIR_ASSIGN_OR_RETURN(ConfigNode topic, node.Require("topic", "the topic to materialize"));
   WEIR_ASSIGN_OR_RETURN(spec.topic, topic.String());
+  if (auto archive = node.Get("archive")) {
+    WEIR_ASSIGN_OR_RETURN(spec.archive, archive->Bool());
+  }
+  if (spec.archive) {
+    for (const char* key : {"sql", "columns", "sort", "order"}) {
+      if (auto given = node.Get(key)) {
+        return given->Error("an archive view keeps every record as it is: it takes no '" +
+                            std::string(key) + "'");
+      }
+    }
+    spec.sort = {"_offset"};
+    spec.order = ScanOrder::kConcatenated;
+  }
   if (auto sql = node.Get("sql")) {
     WEIR_ASSIGN_OR_RETURN(spec.sql, sql->String());
   }
@@ -104,8 +115,9 @@ Result<ViewSpec> ParseView(const std::string& name, const ConfigNode& node) {
     for (const ConfigNode& item : merge->Items()) {
       WEIR_ASSIGN_OR_RETURN(std::chrono::milliseconds span, item.Duration());
       if (span <= below || span.count() % below.count() != 0) {
-        return item.Error("a merge span is a multiple of the partition span and of the merge "
-                          "span before it, and larger");
+        return item.Error(
+            "a merge span is a multiple of the partition span and of the merge "
+            "span before it, and larger");
       }
       spec.merge.push_back(span);
       below = span;
@@ -168,6 +180,27 @@ std::string_view ColumnKindSql(ColumnKind kind) {
 
 std::string_view ScanOrderName(ScanOrder order) { return NameIn(kOrders, order); }
 
+ViewSpec ArchiveSpec(std::string name, std::string topic) {
+  ViewSpec spec;
+  spec.name = std::move(name);
+  spec.topic = std::move(topic);
+  spec.archive = true;
+  spec.sort = {"_offset"};
+  spec.order = ScanOrder::kConcatenated;
+  return spec;
+}
+
+Status CheckArchiveSpec(const ViewSpec& spec) {
+  if (!spec.archive) return Status::OK();
+  if (!spec.sql.empty() || !spec.columns.empty() ||
+      spec.sort != std::vector<std::string>{"_offset"} || spec.order != ScanOrder::kConcatenated) {
+    return Status::InvalidArgument("view '" + spec.name +
+                                   "': an archive keeps every record as it is, sorted by _offset: "
+                                   "no sql, columns, sort or order of its own");
+  }
+  return Status::OK();
+}
+
 std::string RecordColumnName(std::string_view field) {
   if (!field.empty() && field[0] == '_') return "_field_" + std::string(field.substr(1));
   return std::string(field);
@@ -180,25 +213,31 @@ std::string ViewSpec::ToJson() const {
   }
   Value::Array sort_json;
   for (const std::string& s : sort) sort_json.emplace_back(s);
-  Value::Array merge_json;
-  for (std::chrono::milliseconds span : merge) merge_json.emplace_back(span.count());
-  return Value::MakeObject({{"name", Value(name)},
-                            {"topic", Value(topic)},
-                            {"sql", Value(sql)},
-                            {"columns", Value(std::move(columns_json))},
-                            {"partition_ms", Value(partition.count())},
-                            {"sort", Value(std::move(sort_json))},
-                            {"order", Value(ScanOrderName(order))},
-                            {"version", Value(version)},
-                            {"refresh_ms", Value(refresh.count())},
-                            {"merge_ms", Value(std::move(merge_json))}})
-      .ToJson();
+  Value json = Value::MakeObject({{"name", Value(name)},
+                                  {"topic", Value(topic)},
+                                  {"sql", Value(sql)},
+                                  {"columns", Value(std::move(columns_json))},
+                                  {"partition_ms", Value(partition.count())},
+                                  {"sort", Value(std::move(sort_json))},
+                                  {"order", Value(ScanOrderName(order))},
+                                  {"version", Value(version)},
+                                  {"refresh_ms", Value(refresh.count())}});
+  // Only when set: other views' JSON stays as it was.
+  if (!merge.empty()) {
+    Value::Array merge_json;
+    for (std::chrono::milliseconds span : merge) merge_json.emplace_back(span.count());
+    json.Set("merge_ms", Value(std::move(merge_json)));
+  }
+  if (archive) json.Set("archive", true);
+  return json.ToJson();
 }
 
 Result<ViewSpec> ViewSpecFromJson(std::string_view json) {
   WEIR_ASSIGN_OR_RETURN(Value v, Value::Parse(json));
-  auto bad = [&] { return Status::Corruption("lake catalog: malformed view definition " +
-                                             std::string(json.substr(0, 200))); };
+  auto bad = [&] {
+    return Status::Corruption("lake catalog: malformed view definition " +
+                              std::string(json.substr(0, 200)));
+  };
   ViewSpec spec;
   auto name = v.GetString("name");
   auto topic = v.GetString("topic");
@@ -220,6 +259,10 @@ Result<ViewSpec> ViewSpecFromJson(std::string_view json) {
   spec.partition = std::chrono::milliseconds(*partition);
   spec.version = *version;
   spec.refresh = std::chrono::milliseconds(*refresh);
+  if (const Value* archive = v.Find("archive")) {
+    if (!archive->is_bool()) return bad();
+    spec.archive = archive->as_bool();
+  }
   for (const auto& [field, kind] : columns->as_object()) {
     ViewColumn column{.name = std::string(field)};
     if (!kind.is_string() || !Lookup(kKinds, kind.as_string(), &column.kind)) return bad();
@@ -245,6 +288,12 @@ Result<std::vector<ViewSpec>> ParseViews(const ConfigNode& views) {
   std::vector<ViewSpec> out;
   for (const auto& [name, node] : members) {
     WEIR_ASSIGN_OR_RETURN(ViewSpec spec, ParseView(name, node));
+    for (const ViewSpec& other : out) {
+      if (spec.archive && other.archive && other.topic == spec.topic) {
+        return node.Error("topic '" + spec.topic + "' already has an archive, view '" + other.name +
+                          "'");
+      }
+    }
     out.push_back(std::move(spec));
   }
   return out;
@@ -260,18 +309,18 @@ Result<std::vector<ViewSpec>> ParseViewsFile(std::string_view yaml_text, std::st
 std::string SchemaHash(const ViewSpec& spec, const std::vector<ViewColumn>& columns) {
   Value::Array columns_json;
   for (const ViewColumn& c : columns) {
-    columns_json.emplace_back(Value::MakeObject(
-        {{"name", Value(c.name)}, {"type", Value(ColumnKindName(c.kind))}}));
+    columns_json.emplace_back(
+        Value::MakeObject({{"name", Value(c.name)}, {"type", Value(ColumnKindName(c.kind))}}));
   }
   Value::Array sort_json;
   for (const std::string& s : spec.sort) sort_json.emplace_back(s);
-  const std::string bound = Value::MakeObject({{"format", Value(kFormatVersion)},
-                                               {"version", Value(spec.version)},
-                                               {"sql", Value(spec.sql)},
-                                               {"columns", Value(std::move(columns_json))},
-                                               {"sort", Value(std::move(sort_json))}})
-                                .ToJson();
-  return Sha256Hex(bound);
+  Value bound = Value::MakeObject({{"format", Value(kFormatVersion)},
+                                   {"version", Value(spec.version)},
+                                   {"sql", Value(spec.sql)},
+                                   {"columns", Value(std::move(columns_json))},
+                                   {"sort", Value(std::move(sort_json))}});
+  if (spec.archive) bound.Set("archive", true);  // other views' hashes stay as they were
+  return Sha256Hex(bound.ToJson());
 }
 
 }  // namespace weir::lake

@@ -21,6 +21,17 @@
 // `sql` has all of them. A field whose name starts with `_` is renamed `_field_<name>` so it
 // never clashes with those.
 //
+// A topic's archive is a view with `archive: true` (and no sql, columns, sort or order):
+//
+//   views:
+//     clicks_archive: {topic: clicks, archive: true}    # partition, version, refresh as above
+//
+// Every record of the topic, JSON or not, as `_partition` (bigint), `_offset` (bigint), `_key`
+// (varchar), `_ts` (timestamp) and `_value` (blob: the value's bytes verbatim), each file sorted
+// by `_offset` (order: concatenated). A topic has at most one archive. The log's retention never
+// evicts records its archive does not hold yet, and subscribers catch up through it past
+// retention (lake/archive.h).
+//
 // Contract: ParseViews checks everything it can without the log (names, types, durations,
 // that `sort` and `order` agree); errors name the file, the YAML path and the line.
 // A view's schema hash binds its version, SQL, columns (declared or inferred), sort and the
@@ -56,8 +67,8 @@ std::string_view ScanOrderName(ScanOrder order);
 struct ViewSpec {
   std::string name;
   std::string topic;
-  std::string sql;                       // empty: every column of `records`
-  std::vector<ViewColumn> columns;       // empty: inferred from the first records
+  std::string sql;                  // empty: every column of `records`
+  std::vector<ViewColumn> columns;  // empty: inferred from the first records
   std::chrono::milliseconds partition{std::chrono::hours(1)};
   std::vector<std::string> sort;
   ScanOrder order = ScanOrder::kNone;
@@ -66,6 +77,7 @@ struct ViewSpec {
   // The merge policy: spans sealed partitions merge into, in the background, each a multiple of
   // `partition` and of the one before it. Not part of the schema hash (the rows are the same).
   std::vector<std::chrono::milliseconds> merge;
+  bool archive = false;  // the topic's archive (see the top of this file)
 
   // The definition as one line of JSON (what the catalog stores and `views describe` shows).
   std::string ToJson() const;
@@ -79,6 +91,12 @@ Result<std::vector<ViewSpec>> ParseViews(const ConfigNode& views);
 Result<std::vector<ViewSpec>> ParseViewsFile(std::string_view yaml_text, std::string file_name);
 // Reads ToJson's form back (the catalog's copy of a definition).
 Result<ViewSpec> ViewSpecFromJson(std::string_view json);
+
+// The archive view `name` of `topic` (archive: true, sorted by _offset, order concatenated).
+ViewSpec ArchiveSpec(std::string name, std::string topic);
+// kInvalidArgument if `spec` is an archive with sql, columns, or another sort or order than
+// ArchiveSpec's; OK for any other view.
+Status CheckArchiveSpec(const ViewSpec& spec);
 
 // The column name a JSON field gets in `records`: itself, or `_field_<name>` if it starts with
 // `_`.

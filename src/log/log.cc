@@ -46,19 +46,22 @@ size_t RecordsPrefixBytes(std::string_view records, int64_t n) {
   return pos;
 }
 
-std::string EncodeTopicJson(const TopicConfig& config, const std::string& owner) {
-  return Value::MakeObject(
-             {{"version", 1},
-              {"partitions", config.partitions},
-              {"retention_bytes", config.retention_bytes},
-              {"retention_age_ms", static_cast<int64_t>(config.retention_age.count())},
-              {"segment_bytes", config.segment_bytes},
-              {"owner", owner}})
-      .ToJson();
+std::string EncodeTopicJson(const TopicConfig& config, const std::string& owner,
+                            bool archived = false) {
+  Value json =
+      Value::MakeObject({{"version", 1},
+                         {"partitions", config.partitions},
+                         {"retention_bytes", config.retention_bytes},
+                         {"retention_age_ms", static_cast<int64_t>(config.retention_age.count())},
+                         {"segment_bytes", config.segment_bytes},
+                         {"owner", owner}});
+  // Only when set, so the files of topics without an archive stay as they were.
+  if (archived) json.Set("archived", true);
+  return json.ToJson();
 }
 
 Status DecodeTopicJson(const fs::path& path, std::string_view text, TopicConfig& config,
-                       std::string& owner) {
+                       std::string& owner, bool& archived) {
   auto bad = [&](const std::string& why) { return Status::Corruption(path.string() + ": " + why); };
   auto parsed = Value::Parse(text);
   if (!parsed.ok()) return bad(parsed.status().message());
@@ -84,6 +87,9 @@ Status DecodeTopicJson(const fs::path& path, std::string_view text, TopicConfig&
   const Value* o = v.Find("owner");
   if (o == nullptr || !o->is_string()) return bad("field 'owner' must be a string");
   owner = o->as_string();
+  const Value* a = v.Find("archived");
+  if (a != nullptr && !a->is_bool()) return bad("field 'archived' must be a boolean");
+  archived = a != nullptr && a->as_bool();
   Status valid = config.Validate();
   if (!valid.ok()) return bad(valid.message());
   return Status::OK();
@@ -494,12 +500,13 @@ void Partition::State::PublishWrite(const std::vector<SegmentRun>& runs, int64_t
 Result<int64_t> Partition::State::DeleteOldestSegmentsLocked(
     const std::function<bool(const Segment&)>& should_delete) {
   const int64_t visible = self->NextOffset().value();
+  const int64_t floor = retention_floor.load(std::memory_order_acquire);
   std::vector<std::shared_ptr<Segment>> doomed;
   {
     std::lock_guard lk(index_mu);
     for (size_t i = 0; i + 1 < segments.size(); ++i) {
       const Segment& s = *segments[i];
-      if (s.end_offset() > visible || !should_delete(s)) break;
+      if (s.end_offset() > visible || s.end_offset() > floor || !should_delete(s)) break;
       doomed.push_back(segments[i]);
     }
   }
@@ -537,6 +544,24 @@ Partition::~Partition() = default;
 
 Offset Partition::FirstOffset() const {
   return Offset(state_->first_offset.load(std::memory_order_acquire));
+}
+
+std::optional<Offset> Partition::RetentionFloor() const {
+  const int64_t floor = state_->retention_floor.load(std::memory_order_acquire);
+  if (floor == kNoRetentionFloor) return std::nullopt;
+  return Offset(floor);
+}
+
+Status Partition::RaiseRetentionFloor(Offset floor) {
+  State& st = *state_;
+  // Under io_mu: a retention pass in progress finishes with the floor it read.
+  std::lock_guard io(st.io_mu);
+  const int64_t current = st.retention_floor.load(std::memory_order_acquire);
+  if (current == kNoRetentionFloor) {
+    return Status::FailedPrecondition(st.Where() + " is not archived: it has no retention floor");
+  }
+  if (floor.value() > current) st.retention_floor.store(floor.value(), std::memory_order_release);
+  return Status::OK();
 }
 
 Offset Partition::WrittenEnd() const {
@@ -850,6 +875,37 @@ std::string Topic::owner() const {
   return owner_;
 }
 
+bool Topic::archived() const {
+  std::lock_guard lk(mu_);
+  return archived_;
+}
+
+Status Topic::SetArchived(bool archived) {
+  std::lock_guard lk(mu_);
+  if (archived_ == archived) return Status::OK();
+  // The floors first when turning on (nothing is evicted from here on), the file first when
+  // turning off (a crash keeps the hold): never a moment where the file says archived and
+  // retention runs without a floor.
+  auto set_floors = [&](bool on) {
+    for (auto& p : partitions_) {
+      Partition::State& st = *p->state_;
+      std::lock_guard io(st.io_mu);
+      st.retention_floor.store(
+          on ? st.first_offset.load(std::memory_order_acquire) : kNoRetentionFloor,
+          std::memory_order_release);
+    }
+  };
+  if (archived) set_floors(true);
+  Status s = ReplaceFileAtomically(dir_ / kTopicFile, EncodeTopicJson(config_, owner_, archived));
+  if (!s.ok()) {
+    if (archived) set_floors(false);
+    return s.WithContext("marking topic '" + name_ + "' archived");
+  }
+  if (!archived) set_floors(false);
+  archived_ = archived;
+  return Status::OK();
+}
+
 Status Topic::ClaimForTransactions(std::string_view owner) {
   if (owner.empty()) {
     return Status::InvalidArgument("topic '" + name_ +
@@ -890,7 +946,8 @@ Status Topic::ClaimForTransactions(std::string_view owner) {
   }
   // topic.json last: until it names the owner, a reopen sees a plain topic, whose committed
   // files are ignored.
-  Status s = ReplaceFileAtomically(dir_ / kTopicFile, EncodeTopicJson(config_, std::string(owner)));
+  Status s = ReplaceFileAtomically(dir_ / kTopicFile,
+                                   EncodeTopicJson(config_, std::string(owner), archived_));
   if (!s.ok()) {
     revert(partitions_.size());
     return s.WithContext("claiming topic '" + name_ + "'");
@@ -972,15 +1029,21 @@ Result<std::unique_ptr<Topic>> LogStore::LoadTopic(const std::string& name) {
   WEIR_ASSIGN_OR_RETURN(std::string json, ReadFile(dir / kTopicFile));
   TopicConfig config;
   std::string owner;
-  WEIR_RETURN_IF_ERROR(DecodeTopicJson(dir / kTopicFile, json, config, owner));
+  bool archived = false;
+  WEIR_RETURN_IF_ERROR(DecodeTopicJson(dir / kTopicFile, json, config, owner, archived));
   std::unique_ptr<Topic> topic(new Topic(name, config, dir));
   topic->owner_ = owner;
+  topic->archived_ = archived;
   for (int32_t p = 0; p < config.partitions; ++p) {
     std::unique_ptr<Partition> partition(new Partition(name, PartitionId(p)));
     partition->state_ =
         std::make_unique<Partition::State>(partition.get(), this, dir / std::to_string(p), config);
     partition->state_->owner = owner;
     WEIR_RETURN_IF_ERROR(partition->state_->Open(!owner.empty()));
+    if (archived) {
+      // Nothing is evicted until the archive says how far it holds the records.
+      partition->state_->retention_floor.store(partition->FirstOffset().value());
+    }
     topic->partitions_.push_back(std::move(partition));
   }
   return topic;

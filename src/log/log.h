@@ -2,7 +2,8 @@
 // §3).
 //
 // Layout under the log directory:
-//   <dir>/<topic>/topic.json                  partitions, retention, segment size, owner
+//   <dir>/<topic>/topic.json                  partitions, retention, segment size, owner,
+//                                             archived
 //   <dir>/<topic>/<partition>/<base offset, 20 digits>.log    segment files (record_format.h)
 //   <dir>/<topic>/<partition>/committed       8-byte visible end of a transactional partition
 //
@@ -137,7 +138,8 @@ class Partition {
   Status TruncateTo(Offset end, std::string_view owner);
 
   // Deletes whole segments (never the active one) that are beyond retention_bytes or whose
-  // newest append is older than retention_age. Returns how many records it removed.
+  // newest append is older than retention_age. Returns how many records it removed. Never
+  // removes a segment holding records at or above the retention floor (an archived topic's).
   // Like Kafka, a segment goes once the newer segments alone hold retention_bytes, so a
   // partition keeps at least retention_bytes and at most that plus one segment. Never removes a
   // segment holding records beyond the visible end (an unpublished transaction).
@@ -155,6 +157,16 @@ class Partition {
 
   // Bytes held in segment files.
   int64_t SizeBytes() const;
+
+  // The retention floor of an archived topic's partition (Topic::SetArchived): retention and
+  // DeleteBefore never delete a segment holding records at or above it, so the log keeps every
+  // record its archive does not hold yet. nullopt when the topic is not archived. It starts at
+  // the first retained offset (when the topic is marked archived, and at every open), so nothing
+  // is evicted before the archive says how far it holds the records.
+  std::optional<Offset> RetentionFloor() const;
+  // Raises the floor to `floor` (never lowers it): the archive holds every record below it.
+  // kFailedPrecondition if the topic is not archived.
+  Status RaiseRetentionFloor(Offset floor);
 
   Partition(const Partition&) = delete;
   Partition& operator=(const Partition&) = delete;
@@ -189,6 +201,13 @@ class Topic {
   // Makes every partition transactional under `owner` (persisted in topic.json).
   // kFailedPrecondition if another owner holds it; idempotent for the same owner.
   Status ClaimForTransactions(std::string_view owner);
+  // Whether an archive (a lake view, src/lake) keeps this topic's records past retention: its
+  // partitions then have a retention floor (Partition::RetentionFloor). Persisted in topic.json
+  // ("archived": true), so the hold survives a restart before the archive raises the floors
+  // again. Turning it on sets each floor to the partition's first retained offset; off removes
+  // the floors.
+  bool archived() const;
+  Status SetArchived(bool archived);
 
  private:
   friend class LogStore;
@@ -197,7 +216,8 @@ class Topic {
   TopicConfig config_;
   std::filesystem::path dir_;
   mutable std::mutex mu_;
-  std::string owner_;  // guarded by mu_
+  std::string owner_;      // guarded by mu_
+  bool archived_ = false;  // guarded by mu_
   std::vector<std::unique_ptr<Partition>> partitions_;
 };
 

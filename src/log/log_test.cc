@@ -1153,5 +1153,150 @@ TEST(LogStore, WaitDurableBeyondTheWrittenEndIsInvalidArgument) {
   EXPECT_TRUE(p.WaitDurable(Offset(0), 10ms).ok());
 }
 
+// ---------------------------------------------------------------------------------------------
+
+TopicConfig KeepNothing() {
+  TopicConfig config;
+  config.segment_bytes = 4096;
+  config.retention_bytes = 0;
+  return config;
+}
+
+TEST(RetentionFloor, APlainTopicHasNone) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Topic* topic = CreateOrDie(*store, "t", KeepNothing());
+  Partition& p = topic->partition(PartitionId(0));
+  EXPECT_FALSE(topic->archived());
+  EXPECT_FALSE(p.RetentionFloor().has_value());
+  EXPECT_EQ(p.RaiseRetentionFloor(Offset(5)).code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(RetentionFloor, AnArchivedTopicKeepsEverythingUntilTheFloorRises) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Topic* topic = CreateOrDie(*store, "t", KeepNothing());
+  Partition& p = topic->partition(PartitionId(0));
+  ASSERT_TRUE(topic->SetArchived(true).ok());
+  EXPECT_EQ(p.RetentionFloor(), Offset(0));
+  AppendEachDurable(p, 200);
+  ASSERT_TRUE(p.EnforceRetention(std::chrono::system_clock::now()).ok());
+  EXPECT_EQ(p.FirstOffset(), Offset(0));
+  ASSERT_TRUE(p.EnforceRetention(std::chrono::system_clock::now() + std::chrono::hours(24)).ok());
+  EXPECT_EQ(p.FirstOffset(), Offset(0));
+  // The archive holds [0, 100): segments wholly below 100 may go, none holding 100 or more.
+  ASSERT_TRUE(p.RaiseRetentionFloor(Offset(100)).ok());
+  auto removed = p.EnforceRetention(std::chrono::system_clock::now());
+  ASSERT_TRUE(removed.ok());
+  EXPECT_GT(*removed, 0);
+  EXPECT_LE(p.FirstOffset(), Offset(100));
+  const std::vector<int64_t> bases = SegmentBases(dir.path() / "t" / "0");
+  ASSERT_GE(bases.size(), 2u);
+  EXPECT_GT(bases[1], 100);  // the first segment left holds offset 100
+  auto records = ReadAll(p, 100);
+  ASSERT_EQ(records.size(), 100u);
+  EXPECT_EQ(records.front().first, 100);
+}
+
+TEST(RetentionFloor, NeverLowered) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Topic* topic = CreateOrDie(*store, "t", KeepNothing());
+  ASSERT_TRUE(topic->SetArchived(true).ok());
+  Partition& p = topic->partition(PartitionId(0));
+  ASSERT_TRUE(p.RaiseRetentionFloor(Offset(50)).ok());
+  ASSERT_TRUE(p.RaiseRetentionFloor(Offset(20)).ok());
+  EXPECT_EQ(p.RetentionFloor(), Offset(50));
+}
+
+TEST(RetentionFloor, HoldsDeleteBeforeToo) {
+  TempDir dir;
+  auto store = OpenOrDie(Options(dir.path()));
+  Topic* topic = CreateOrDie(*store, "t", KeepNothing());
+  ASSERT_TRUE(topic->SetArchived(true).ok());
+  Partition& p = topic->partition(PartitionId(0));
+  AppendEachDurable(p, 200);
+  auto removed = p.DeleteBefore(Offset(150));
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, 0);
+  EXPECT_EQ(p.FirstOffset(), Offset(0));
+}
+
+TEST(RetentionFloor, TheHoldSurvivesARestartBeforeTheArchiveRaisesIt) {
+  TempDir dir;
+  int64_t first;
+  {
+    auto store = OpenOrDie(Options(dir.path()));
+    Topic* topic = CreateOrDie(*store, "t", KeepNothing());
+    ASSERT_TRUE(topic->SetArchived(true).ok());
+    Partition& p = topic->partition(PartitionId(0));
+    AppendEachDurable(p, 100);
+    ASSERT_TRUE(p.RaiseRetentionFloor(Offset(60)).ok());
+    ASSERT_TRUE(p.EnforceRetention(std::chrono::system_clock::now()).ok());
+    first = p.FirstOffset().value();
+    ASSERT_GT(first, 0);
+    AppendEachDurable(p, 100);
+  }
+  // A restart with the committer enforcing retention at once: the floor starts at the first
+  // retained offset, so nothing more goes until the archive raises it.
+  LogOptions options = Options(dir.path());
+  options.retention_check_interval = 1ms;
+  auto store = OpenOrDie(options);
+  Topic* topic = *store->GetTopic("t");
+  Partition& p = topic->partition(PartitionId(0));
+  EXPECT_TRUE(topic->archived());
+  EXPECT_EQ(p.RetentionFloor(), Offset(first));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(p.FirstOffset(), Offset(first));
+  EXPECT_EQ(ReadAll(p, first).size(), static_cast<size_t>(200 - first));
+}
+
+TEST(RetentionFloor, UnarchivingRemovesTheFloorAndPersists) {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(Options(dir.path()));
+    Topic* topic = CreateOrDie(*store, "t", KeepNothing());
+    ASSERT_TRUE(topic->SetArchived(true).ok());
+    ASSERT_TRUE(topic->SetArchived(false).ok());
+    Partition& p = topic->partition(PartitionId(0));
+    EXPECT_FALSE(p.RetentionFloor().has_value());
+    AppendEachDurable(p, 100);
+    ASSERT_TRUE(p.EnforceRetention(std::chrono::system_clock::now()).ok());
+    EXPECT_GT(p.FirstOffset(), Offset(0));
+  }
+  auto store = OpenOrDie(Options(dir.path()));
+  EXPECT_FALSE((*store->GetTopic("t"))->archived());
+}
+
+TEST(RetentionFloor, ClaimingForTransactionsKeepsTheArchivedMark) {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(Options(dir.path()));
+    Topic* topic = CreateOrDie(*store, "t", KeepNothing());
+    ASSERT_TRUE(topic->SetArchived(true).ok());
+    ASSERT_TRUE(topic->ClaimForTransactions("app").ok());
+  }
+  auto store = OpenOrDie(Options(dir.path()));
+  Topic* topic = *store->GetTopic("t");
+  EXPECT_TRUE(topic->archived());
+  EXPECT_EQ(topic->owner(), "app");
+}
+
+TEST(RetentionFloor, AMalformedArchivedFieldIsCorruption) {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(Options(dir.path()));
+    CreateOrDie(*store, "t", KeepNothing());
+  }
+  const auto path = dir.path() / "t" / "topic.json";
+  std::string json = *ReadFile(path);
+  json.insert(json.rfind('}'), ",\"archived\":1");
+  ASSERT_TRUE(ReplaceFileAtomically(path, json).ok());
+  auto store = LogStore::Open(Options(dir.path()));
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(store.status().message().find("archived"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace weir::log

@@ -36,6 +36,8 @@ namespace weir::log {
 // already mapped, never a reallocation that copies what came before, and a chunk becomes one
 // batch on disk.
 inline constexpr size_t kChunkBytes = 1 << 20;
+// Partition::State::retention_floor of a topic without an archive.
+inline constexpr int64_t kNoRetentionFloor = INT64_MAX;
 
 struct PendingChunk {
   std::unique_ptr<char[]> data;
@@ -206,6 +208,9 @@ struct Partition::State {
 
   std::atomic<int64_t> first_offset{0};
   std::atomic<int64_t> size_bytes{0};
+  // Retention and DeleteBefore never delete a segment holding records at or above it
+  // (kNoRetentionFloor: no floor). Written under io_mu, read by them under io_mu.
+  std::atomic<int64_t> retention_floor{kNoRetentionFloor};
   // Bumped before TruncateTo changes what is in the files, so readers drop their buffers.
   std::atomic<uint64_t> truncations{0};
 };

@@ -14,6 +14,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -34,6 +35,30 @@ using tcp = asio::ip::tcp;
 
 // How long one network operation may take before the test calls it a hang: generous, for
 // loaded machines and sanitizers.
+// "[OFFSET,MESSAGE]" -> (OFFSET, MESSAGE); throws if it is not that.
+inline std::pair<int64_t, std::string> ParseMessage(const std::string& text) {
+  const size_t comma = text.find(',');
+  int64_t offset = -1;
+  if (text.size() < 4 || text.front() != '[' || text.back() != ']' || comma == std::string::npos ||
+      std::from_chars(text.data() + 1, text.data() + comma, offset).ptr != text.data() + comma) {
+    throw std::runtime_error("not a message frame: " + text);
+  }
+  return {offset, text.substr(comma + 1, text.size() - comma - 2)};
+}
+
+// The integer member `name` of a flat JSON object (throws if absent).
+inline int64_t JsonInt(std::string_view json, std::string_view name) {
+  const std::string key = "\"" + std::string(name) + "\":";
+  const size_t at = json.find(key);
+  int64_t value = 0;
+  if (at == std::string_view::npos ||
+      std::from_chars(json.data() + at + key.size(), json.data() + json.size(), value).ec !=
+          std::errc()) {
+    throw std::runtime_error("no integer \"" + std::string(name) + "\" in " + std::string(json));
+  }
+  return value;
+}
+
 inline constexpr std::chrono::seconds kHangDeadline{30};
 
 // Starts an asynchronous operation (`start` is given its completion handler) and runs `io` until

@@ -58,16 +58,19 @@ struct EncodedBatch {
 };
 using BatchPtr = std::shared_ptr<const EncodedBatch>;
 
-EncodedBatch Encode(std::span<const log::StoredRecord> records) {
+int64_t OffsetOf(const log::StoredRecord& r) { return r.offset.value(); }
+int64_t OffsetOf(const ArchivedMessage& m) { return m.offset; }
+
+// Records of the log, or messages of the archive: the same frames.
+template <typename Message>
+EncodedBatch Encode(std::span<const Message> records) {
   EncodedBatch batch;
-  batch.first = records.front().offset.value();
+  batch.first = OffsetOf(records.front());
   batch.count = static_cast<int64_t>(records.size());
   size_t bytes = 0;
-  for (const log::StoredRecord& r : records) bytes += r.value.size() + 32;
+  for (const Message& r : records) bytes += r.value.size() + 32;
   batch.bytes.reserve(bytes);
-  for (const log::StoredRecord& r : records) {
-    AppendMessageFrame(batch.bytes, r.offset.value(), r.value);
-  }
+  for (const Message& r : records) AppendMessageFrame(batch.bytes, OffsetOf(r), r.value);
   return batch;
 }
 
@@ -142,6 +145,25 @@ struct Feed {
   bool step_posted = false;
 };
 
+// A subscriber's catch-up through the archive: a catch-up thread reads the archive (DuckDB) and
+// encodes chunks; the I/O thread writes them. At most two chunks are ready or being written at
+// a time: the reader waits for the subscriber's socket (bounded memory, paced by the backlog).
+struct ArchiveCatchUp {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t from = 0;
+  std::weak_ptr<Connection> connection;
+
+  std::mutex mu;
+  std::condition_variable taken;  // a chunk was written, or the subscriber left
+  std::deque<BatchPtr> ready;     // encoded, not yet taken by the I/O thread
+  int outstanding = 0;            // chunks ready or being written
+  bool cancelled = false;         // the subscriber left (or the server stops)
+  bool done = false;              // the reader returned `status`
+  Status status;
+};
+using CatchUpPtr = std::shared_ptr<ArchiveCatchUp>;
+
 class Server::Impl {
  public:
   Impl(log::LogStore& log, ServerOptions options)
@@ -183,8 +205,16 @@ class Server::Impl {
   // end the connection's OnStreamEnd gets its status. False if max_queries run already.
   bool StartJob(std::shared_ptr<BodyStream> stream, std::weak_ptr<Connection> connection,
                 std::function<Status(const BodyWriter&)> job);
+  // What the partition's archive holds, if the server has archives (from memory).
+  std::optional<ArchiveExtent> ArchiveOf(std::string_view topic, int32_t partition) const;
+  // Queues a catch-up for a catch-up thread (started on the first).
+  void StartCatchUp(CatchUpPtr catch_up);
 
  private:
+  void CatchUpLoop();
+  void RunCatchUp(ArchiveCatchUp& catch_up);
+  // The I/O thread hears of a chunk or of the end of a catch-up.
+  void PostCatchUpNews(const CatchUpPtr& catch_up);
   void Accept();
   void OnLogChanged();
   void Sweep();
@@ -211,6 +241,12 @@ class Server::Impl {
   // Query and views handlers running (their threads are joined once they posted their end).
   std::map<uint64_t, std::thread> jobs_;
   uint64_t next_job_ = 0;
+  // Catch-ups: the threads reading archives and their queue.
+  std::mutex catch_up_mu_;
+  std::condition_variable catch_up_cv_;
+  std::deque<CatchUpPtr> catch_up_queue_;      // guarded by catch_up_mu_
+  std::vector<std::thread> catch_up_threads_;  // guarded by catch_up_mu_
+  std::atomic<bool> stop_catch_ups_{false};
 };
 
 // A connection's subscription to one partition: the checks of its start, the greeting, then the
@@ -246,11 +282,18 @@ class Subscriber {
 
  private:
   // The refusal of a start at `n`, if any (README.md's order).
-  std::optional<std::pair<CloseCode, std::string>> RefuseStart(int64_t n, int64_t first,
-                                                               int64_t next, int64_t min_replay);
+  std::optional<std::pair<CloseCode, std::string>> RefuseStart(
+      int64_t n, int64_t first, int64_t next, int64_t min_replay,
+      std::optional<int64_t> archive_first);
   void JoinLive();
   bool TakeReplay(std::vector<asio::const_buffer>& buffers, size_t& bytes);
   bool TakeLive(std::vector<asio::const_buffer>& buffers, size_t& bytes);
+  // From `from` on out of the archive, then the log (Catch-up in README.md).
+  void CatchUpFrom(int64_t from);
+  bool TakeArchive(std::vector<asio::const_buffer>& buffers, size_t& bytes);
+  // The archive is through (or failed): on with the log from written_end_, or close.
+  bool EndCatchUp(std::vector<asio::const_buffer>& buffers, size_t& bytes);
+  void CancelCatchUp();
 
   Server::Impl& server_;
   Connection& connection_;
@@ -262,6 +305,10 @@ class Subscriber {
   int64_t last_written_ = -1;
   std::optional<log::PartitionReader> replay_;
   std::vector<BatchPtr> in_flight_;  // being written
+  std::string topic_;
+  CatchUpPtr catch_up_;         // while catching up through the archive
+  int archive_in_flight_ = 0;   // of in_flight_, the catch-up's chunks
+  int64_t catch_up_from_ = -1;  // where the latest catch-up started
 };
 
 // A connection's publishing (WebSocket frames, or one HTTP POST body): each body appended
@@ -731,29 +778,43 @@ void Subscriber::Start(log::Partition& partition, const Target& target) {
   const int64_t first = partition.FirstOffset().value();
   const int64_t next = feed.head;
   const int64_t min_replay = std::max(first, next - options.max_replay);
+  const std::optional<ArchiveExtent> archive =
+      server_.ArchiveOf(target.topic, static_cast<int32_t>(target.partition));
   int64_t start = next;
+  bool catch_up = false;
   if (target.start.kind == StartOffset::Kind::kEarliest) {
     start = min_replay;
   } else if (target.start.kind == StartOffset::Kind::kAt) {
     start = target.start.offset;
-    if (auto refusal = RefuseStart(start, first, next, min_replay)) {
+    // Below the log's reach (evicted or too old) and in the archive: a catch-up.
+    catch_up = archive && start < min_replay && start >= archive->first && start < archive->end;
+    if (auto refusal = catch_up
+                           ? std::nullopt
+                           : RefuseStart(start, first, next, min_replay,
+                                         archive ? std::optional(archive->first) : std::nullopt)) {
       if (--feed.subscribers == 0) server_.ReleaseFeed(feed);
       connection_.RefuseWebSocket(refusal->first, refusal->second);
       return;
     }
   }
   feed_ = &feed;
+  topic_ = target.topic;
   ++server_.counters().subscribers;
   written_end_ = start;
   last_written_ = start - 1;
-  connection_.QueueFrame(Opcode::kText, GreetingJson({.topic = target.topic,
-                                                      .partition = target.partition,
-                                                      .first = first,
-                                                      .next = next,
-                                                      .start = start,
-                                                      .max_replay = options.max_replay,
-                                                      .max_backlog = options.max_backlog}));
-  if (start == feed.head) {
+  connection_.QueueFrame(
+      Opcode::kText,
+      GreetingJson({.topic = target.topic,
+                    .partition = target.partition,
+                    .first = first,
+                    .next = next,
+                    .start = start,
+                    .max_replay = options.max_replay,
+                    .max_backlog = options.max_backlog,
+                    .archive_first = archive ? std::optional(archive->first) : std::nullopt}));
+  if (catch_up) {
+    CatchUpFrom(start);
+  } else if (start == feed.head) {
     JoinLive();
   } else {
     replay_.emplace(partition, Offset(start));
@@ -761,9 +822,9 @@ void Subscriber::Start(log::Partition& partition, const Target& target) {
   connection_.Pump();
 }
 
-std::optional<std::pair<CloseCode, std::string>> Subscriber::RefuseStart(int64_t n, int64_t first,
-                                                                         int64_t next,
-                                                                         int64_t min_replay) {
+std::optional<std::pair<CloseCode, std::string>> Subscriber::RefuseStart(
+    int64_t n, int64_t first, int64_t next, int64_t min_replay,
+    std::optional<int64_t> archive_first) {
   if (first == next && n != next) {
     return std::pair(CloseCode::kEmpty, CloseReason("empty", {{"offset", n}, {"next", next}}));
   }
@@ -771,6 +832,12 @@ std::optional<std::pair<CloseCode, std::string>> Subscriber::RefuseStart(int64_t
     return std::pair(CloseCode::kAhead, CloseReason("ahead", {{"offset", n}, {"next", next}}));
   }
   if (n < first) {
+    if (archive_first) {
+      return std::pair(
+          CloseCode::kEvicted,
+          CloseReason("evicted",
+                      {{"offset", n}, {"first", first}, {"archive_first", *archive_first}}));
+    }
     return std::pair(CloseCode::kEvicted,
                      CloseReason("evicted", {{"offset", n}, {"first", first}}));
   }
@@ -800,6 +867,7 @@ void Subscriber::Leave() {
   Feed& feed = *feed_;
   feed_ = nullptr;
   replay_.reset();
+  CancelCatchUp();
   if (feed.subscribers == 0) server_.ReleaseFeed(feed);
 }
 
@@ -818,6 +886,7 @@ bool Subscriber::WantsMore(uint64_t head_seq) const {
 
 bool Subscriber::TakeData(std::vector<asio::const_buffer>& buffers, size_t& bytes) {
   if (!feed_ || connection_.closing() || slow_) return false;
+  if (catch_up_) return TakeArchive(buffers, bytes);
   if (!live_) {
     if (written_end_ != feed_->head) return TakeReplay(buffers, bytes);
     JoinLive();
@@ -833,6 +902,15 @@ bool Subscriber::TakeReplay(std::vector<asio::const_buffer>& buffers, size_t& by
     if (!records.ok()) {
       if (any) break;  // what is taken goes out first; the error comes with the next take
       const bool evicted = records.status().code() == StatusCode::kOutOfRange;
+      if (evicted && written_end_ > catch_up_from_) {
+        // Retention went past us meanwhile (the archive grew): the archive has it.
+        std::optional<ArchiveExtent> archive =
+            server_.ArchiveOf(topic_, feed_->partition.id().value());
+        if (archive && archive->first <= written_end_ && written_end_ < archive->end) {
+          CatchUpFrom(written_end_);
+          return TakeArchive(buffers, bytes);
+        }
+      }
       const int64_t first = feed_->partition.FirstOffset().value();
       connection_.SendClose(
           evicted ? CloseCode::kEvicted : CloseCode::kServerError,
@@ -845,7 +923,7 @@ bool Subscriber::TakeReplay(std::vector<asio::const_buffer>& buffers, size_t& by
     while (n < span.size() && span[n].offset.value() < feed_->head) ++n;
     if (n == 0) break;  // the feed has not read that far: the next poll will
     replay_->Seek(Offset(span[0].offset.value() + static_cast<int64_t>(n)));
-    auto batch = std::make_shared<EncodedBatch>(Encode(span.first(n)));
+    auto batch = std::make_shared<EncodedBatch>(Encode<log::StoredRecord>(span.first(n)));
     buffers.emplace_back(batch->bytes.data(), batch->bytes.size());
     bytes += batch->bytes.size();
     in_flight_.push_back(std::move(batch));
@@ -875,6 +953,78 @@ void Subscriber::Written() {
   }
   last_written_ = written_end_ - 1;
   in_flight_.clear();
+  if (archive_in_flight_ > 0 && catch_up_) {
+    {
+      std::lock_guard lock(catch_up_->mu);
+      catch_up_->outstanding -= archive_in_flight_;
+    }
+    catch_up_->taken.notify_all();
+  }
+  archive_in_flight_ = 0;
+}
+
+void Subscriber::CatchUpFrom(int64_t from) {
+  replay_.reset();
+  catch_up_from_ = from;
+  catch_up_ = std::make_shared<ArchiveCatchUp>();
+  catch_up_->topic = topic_;
+  catch_up_->partition = feed_->partition.id().value();
+  catch_up_->from = from;
+  catch_up_->connection = connection_.weak_from_this();
+  server_.StartCatchUp(catch_up_);
+}
+
+void Subscriber::CancelCatchUp() {
+  if (!catch_up_) return;
+  {
+    std::lock_guard lock(catch_up_->mu);
+    catch_up_->cancelled = true;
+  }
+  catch_up_->taken.notify_all();
+  catch_up_.reset();
+  archive_in_flight_ = 0;
+}
+
+bool Subscriber::TakeArchive(std::vector<asio::const_buffer>& buffers, size_t& bytes) {
+  bool any = false;
+  bool done = false;
+  {
+    std::lock_guard lock(catch_up_->mu);
+    while (!catch_up_->ready.empty() && bytes < kMaxWriteBytes) {
+      BatchPtr batch = std::move(catch_up_->ready.front());
+      catch_up_->ready.pop_front();
+      buffers.emplace_back(batch->bytes.data(), batch->bytes.size());
+      bytes += batch->bytes.size();
+      in_flight_.push_back(std::move(batch));
+      ++archive_in_flight_;
+      any = true;
+    }
+    done = catch_up_->done && catch_up_->ready.empty();
+  }
+  if (any || !done) return any;  // more when the reader posts it
+  return EndCatchUp(buffers, bytes);
+}
+
+bool Subscriber::EndCatchUp(std::vector<asio::const_buffer>& buffers, size_t& bytes) {
+  const Status status = catch_up_->status;
+  catch_up_.reset();
+  if (!status.ok()) {
+    std::fprintf(stderr, "weir serve: catch-up of %s partition %d from offset %lld failed: %s\n",
+                 topic_.c_str(), feed_->partition.id().value(),
+                 static_cast<long long>(written_end_), status.ToString().c_str());
+    connection_.SendClose(CloseCode::kArchiveUnreadable,
+                          CloseReason("archive_unreadable", {{"offset", written_end_}}));
+    return false;
+  }
+  // The log from here: it holds every record the archive lacked when the read ended (the
+  // retention floor), unless the archive grew and retention went on meanwhile, in which case
+  // TakeReplay catches up through the archive again.
+  if (written_end_ >= feed_->head) {
+    JoinLive();
+    return TakeLive(buffers, bytes);
+  }
+  replay_.emplace(feed_->partition, Offset(written_end_));
+  return TakeReplay(buffers, bytes);
 }
 
 // --- Publisher -------------------------------------------------------------------------------
@@ -1517,7 +1667,7 @@ bool Server::Impl::PollFeed(Feed& feed) {
   if (!records.ok()) {
     failed = true;
   } else if (!records->empty()) {
-    auto batch = std::make_shared<EncodedBatch>(Encode(*records));
+    auto batch = std::make_shared<EncodedBatch>(Encode<log::StoredRecord>(*records));
     feed.head = batch->end();
     feed.ring.push_back(std::move(batch));
     ++feed.head_seq;
@@ -1606,6 +1756,85 @@ bool Server::Impl::StartJob(std::shared_ptr<BodyStream> stream,
   return true;
 }
 
+std::optional<ArchiveExtent> Server::Impl::ArchiveOf(std::string_view topic,
+                                                     int32_t partition) const {
+  if (!options_.archive.extent || !options_.archive.read) return std::nullopt;
+  return options_.archive.extent(topic, partition);
+}
+
+void Server::Impl::StartCatchUp(CatchUpPtr catch_up) {
+  std::lock_guard lock(catch_up_mu_);
+  if (stop_catch_ups_) return;  // shutting down: the connection is being closed
+  catch_up_queue_.push_back(std::move(catch_up));
+  if (static_cast<int>(catch_up_threads_.size()) < std::max(1, options_.max_catchups)) {
+    try {
+      catch_up_threads_.emplace_back([this] { CatchUpLoop(); });
+    } catch (const std::system_error&) {
+      // No thread to be had: the running ones take the queue in turn (there is at least one,
+      // or the catch-up waits for the next that starts).
+    }
+  }
+  catch_up_cv_.notify_one();
+}
+
+void Server::Impl::CatchUpLoop() {
+  for (;;) {
+    CatchUpPtr catch_up;
+    {
+      std::unique_lock lock(catch_up_mu_);
+      catch_up_cv_.wait(lock, [&] { return stop_catch_ups_ || !catch_up_queue_.empty(); });
+      if (stop_catch_ups_) return;
+      catch_up = std::move(catch_up_queue_.front());
+      catch_up_queue_.pop_front();
+    }
+    RunCatchUp(*catch_up);
+    PostCatchUpNews(catch_up);
+  }
+}
+
+void Server::Impl::RunCatchUp(ArchiveCatchUp& c) {
+  // What a reader waits for: room for a chunk, the subscriber gone, or the server stopping.
+  auto wait_for_room = [&](std::unique_lock<std::mutex>& lock) {
+    while (c.outstanding >= 2 && !c.cancelled && !stop_catch_ups_) {
+      c.taken.wait_for(lock, std::chrono::milliseconds(100));
+    }
+    return !c.cancelled && !stop_catch_ups_;
+  };
+  Status status;
+  {
+    std::unique_lock lock(c.mu);
+    if (c.cancelled) status = Status::Cancelled("the subscriber left");
+  }
+  if (status.ok()) {
+    status = options_.archive.read(
+        c.topic, c.partition, c.from, std::max<size_t>(1, options_.catchup_chunk),
+        [&](std::span<const ArchivedMessage> messages) {
+          if (messages.empty()) return true;
+          auto batch = std::make_shared<EncodedBatch>(Encode<ArchivedMessage>(messages));
+          std::unique_lock lock(c.mu);
+          if (!wait_for_room(lock)) return false;
+          c.ready.push_back(std::move(batch));
+          ++c.outstanding;
+          lock.unlock();
+          asio::post(io_, [this, weak = c.connection] {
+            if (auto connection = weak.lock(); connection && !connection->destroyed()) {
+              connection->Pump();
+            }
+          });
+          return true;
+        });
+  }
+  std::lock_guard lock(c.mu);
+  c.done = true;
+  c.status = std::move(status);
+}
+
+void Server::Impl::PostCatchUpNews(const CatchUpPtr& catch_up) {
+  asio::post(io_, [weak = catch_up->connection] {
+    if (auto connection = weak.lock(); connection && !connection->destroyed()) connection->Pump();
+  });
+}
+
 void Server::Impl::OnLogChanged() {
   poll_posted_ = false;
   // Acknowledgements first: a publisher should not wait for the fan-out of what it published.
@@ -1675,6 +1904,14 @@ void Server::Impl::Shutdown() {
     for (auto& connection : all) connection->Shutdown();
   });
   drained.wait_for(std::chrono::seconds(1));
+  std::vector<std::thread> catch_up_threads;
+  {
+    std::lock_guard lock(catch_up_mu_);
+    stop_catch_ups_ = true;
+    catch_up_threads.swap(catch_up_threads_);  // none starts from here on
+  }
+  catch_up_cv_.notify_all();
+  for (std::thread& thread : catch_up_threads) thread.join();  // each ends its read soon
   stop_watcher_ = true;
   if (watcher_.joinable()) watcher_.join();
   io_.stop();

@@ -23,6 +23,8 @@ namespace {
 using namespace std::chrono_literals;
 using log::testing::ReadAll;
 using testing::HttpClient;
+using testing::JsonInt;
+using testing::ParseMessage;
 namespace asio = testing::asio;
 namespace http = testing::http;
 using testing::RawClient;
@@ -41,30 +43,6 @@ std::string ValueOf(int64_t i) {
 // The subscriber's data frame for a message.
 std::string MessageText(int64_t offset, std::string_view value) {
   return "[" + std::to_string(offset) + "," + std::string(value) + "]";
-}
-
-// "[OFFSET,MESSAGE]" -> (OFFSET, MESSAGE); throws if it is not that.
-std::pair<int64_t, std::string> ParseMessage(const std::string& text) {
-  const size_t comma = text.find(',');
-  int64_t offset = -1;
-  if (text.size() < 4 || text.front() != '[' || text.back() != ']' || comma == std::string::npos ||
-      std::from_chars(text.data() + 1, text.data() + comma, offset).ptr != text.data() + comma) {
-    throw std::runtime_error("not a message frame: " + text);
-  }
-  return {offset, text.substr(comma + 1, text.size() - comma - 2)};
-}
-
-// The integer member `name` of a flat JSON object (throws if absent).
-int64_t JsonInt(std::string_view json, std::string_view name) {
-  const std::string key = "\"" + std::string(name) + "\":";
-  const size_t at = json.find(key);
-  int64_t value = 0;
-  if (at == std::string_view::npos ||
-      std::from_chars(json.data() + at + key.size(), json.data() + json.size(), value).ec !=
-          std::errc()) {
-    throw std::runtime_error("no integer \"" + std::string(name) + "\" in " + std::string(json));
-  }
-  return value;
 }
 
 std::string Greeting(const std::string& topic, int partition, int64_t first, int64_t next,

@@ -52,6 +52,8 @@ std::string_view ColumnBatchTypeName(ColumnBatch::Type type) {
       return "TIMESTAMP (ms)";
     case ColumnBatch::Type::kJson:
       return "JSON";
+    case ColumnBatch::Type::kBlob:
+      return "BLOB";
   }
   return "?";
 }
@@ -102,6 +104,7 @@ size_t ColumnBatch::values(size_t column) const {
       return c.bools.size();
     case Type::kVarchar:
     case Type::kJson:
+    case Type::kBlob:
       return c.ends.size();
   }
   return 0;
@@ -123,6 +126,7 @@ void ColumnBatch::AppendNull(size_t column) {
       break;
     case Type::kVarchar:
     case Type::kJson:
+    case Type::kBlob:
       c.ends.push_back(c.arena.size());
       break;
   }

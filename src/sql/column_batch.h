@@ -39,6 +39,7 @@ class ColumnBatch {
     kBoolean,      // AppendBool
     kTimestampMs,  // AppendInt of milliseconds since the epoch; DuckDB sees a TIMESTAMP
     kJson,         // AppendText of JSON text; DuckDB sees its JSON type (VARCHAR if json is absent)
+    kBlob,         // AppendBytes: any bytes, kept as they are; DuckDB sees a BLOB
   };
 
   ColumnBatch() = default;
@@ -78,6 +79,14 @@ class ColumnBatch {
     c.arena.append(v.data(), v.size());
     c.ends.push_back(c.arena.size());
   }
+  // kBlob. The bytes are copied into the column's arena, unchanged.
+  void AppendBytes(size_t column, std::string_view v) {
+    Storage& c = At(column);
+    if (c.type != Type::kBlob) [[unlikely]]
+      WrongType(column, "AppendBytes");
+    c.arena.append(v.data(), v.size());
+    c.ends.push_back(c.arena.size());
+  }
   // Any column.
   void AppendNull(size_t column);
 
@@ -90,8 +99,8 @@ class ColumnBatch {
     std::vector<int64_t> ints;    // kBigInt, kTimestampMs
     std::vector<double> doubles;  // kDouble
     std::vector<uint8_t> bools;   // kBoolean: 0 or 1, DuckDB's layout
-    std::string arena;            // kVarchar, kJson: the strings' bytes, one after another
-    std::vector<uint64_t> ends;   // kVarchar, kJson: where string i ends in `arena`
+    std::string arena;            // kVarchar, kJson, kBlob: the strings' bytes, one after another
+    std::vector<uint64_t> ends;   // kVarchar, kJson, kBlob: where string i ends in `arena`
     // Bit r % 64 of word r / 64 is clear when value r is null (DuckDB's validity layout). Rows
     // past the last word are valid, so a column without nulls has no words at all.
     std::vector<uint64_t> validity;

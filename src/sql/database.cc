@@ -50,6 +50,8 @@ ColumnType FromDuckType(duckdb_type type) {
       return ColumnType::kDecimal;
     case DUCKDB_TYPE_VARCHAR:
       return ColumnType::kVarchar;
+    case DUCKDB_TYPE_BLOB:
+      return ColumnType::kBlob;
     case DUCKDB_TYPE_TIMESTAMP:
       return ColumnType::kTimestamp;
     default:
@@ -263,6 +265,8 @@ std::string_view ColumnTypeName(ColumnType type) {
       return "TIMESTAMP";
     case ColumnType::kJson:
       return "JSON";
+    case ColumnType::kBlob:
+      return "BLOB";
     case ColumnType::kOther:
       return "OTHER";
   }
@@ -378,8 +382,9 @@ int64_t Row::TimestampMicros(size_t i) const {
 
 std::string_view Row::Text(size_t i) const {
   const internal::ColumnView& c = (*columns_)[i];
-  WEIR_CHECK(c.type == ColumnType::kVarchar || c.type == ColumnType::kJson,
-             "Row::Text of a " + std::string(ColumnTypeName(c.type)) + " column");
+  WEIR_CHECK(
+      c.type == ColumnType::kVarchar || c.type == ColumnType::kJson || c.type == ColumnType::kBlob,
+      "Row::Text of a " + std::string(ColumnTypeName(c.type)) + " column");
   auto* s = const_cast<duckdb_string_t*>(static_cast<const duckdb_string_t*>(c.data) + row_);
   return {duckdb_string_t_data(s), duckdb_string_t_length(*s)};
 }
@@ -502,6 +507,8 @@ struct BatchScan {
         if (json) duckdb_logical_type_set_alias(t, "JSON");
         return t;
       }
+      case ColumnBatch::Type::kBlob:
+        return duckdb_create_logical_type(DUCKDB_TYPE_BLOB);
     }
     return duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
   }
@@ -642,7 +649,8 @@ struct BatchScan {
         break;
       }
       case ColumnBatch::Type::kVarchar:
-      case ColumnBatch::Type::kJson: {
+      case ColumnBatch::Type::kJson:
+      case ColumnBatch::Type::kBlob: {
         const char* arena = c.arena.data();
         uint64_t begin = start == 0 ? 0 : c.ends[start - 1];
         for (size_t i = 0; i < n; ++i) {

@@ -54,6 +54,7 @@ enum class ColumnType : uint8_t {
   kVarchar,
   kTimestamp,  // TIMESTAMP: microseconds since the epoch
   kJson,       // DuckDB's JSON type: VARCHAR holding JSON text
+  kBlob,       // BLOB: any bytes
   kOther,
 };
 
@@ -122,7 +123,8 @@ class Row {
   bool Bool(size_t i) const;
   // TIMESTAMP, as microseconds since the epoch.
   int64_t TimestampMicros(size_t i) const;
-  // VARCHAR, JSON. The view points into DuckDB's chunk: copy it to keep it past the call.
+  // VARCHAR, JSON, BLOB (its bytes as they are). The view points into DuckDB's chunk: copy it
+  // to keep it past the call.
   std::string_view Text(size_t i) const;
 
  private:

@@ -853,5 +853,33 @@ TEST(ColumnBatch, AppendingTheWrongTypeStopsTheProcess) {
   EXPECT_DEATH(batch.AppendText(1, "x"), "no column 1");
 }
 
+TEST(BatchScan, BlobBytesRoundTripThroughParquetUnchanged) {
+  ScratchDir dir;
+  ColumnBatch batch({{"o", BT::kBigInt}, {"v", BT::kBlob}});
+  const std::vector<std::string> values = {std::string("\xff\xfe not utf-8 \x80", 14),
+                                           std::string("a\0b", 3), "", "{\"json\":true}",
+                                           std::string(100, '\xc3')};
+  for (size_t i = 0; i < values.size(); ++i) {
+    batch.AppendInt(0, static_cast<int64_t>(i));
+    batch.AppendBytes(1, values[i]);
+  }
+  batch.AppendInt(0, 99);
+  batch.AppendNull(1);
+  auto db = Open();
+  ASSERT_TRUE(db->RegisterBatchScan("batch", &batch).ok());
+  const std::string file = (dir / "b.parquet").string();
+  ASSERT_TRUE(db->Execute("COPY (SELECT * FROM batch()) TO '" + file + "' (FORMAT parquet)").ok());
+  std::vector<std::optional<std::string>> read;
+  ASSERT_TRUE(
+      db->Query("SELECT o, v FROM read_parquet('" + file + "') ORDER BY o", [&](const Row& row) {
+          EXPECT_EQ(row.type(1), ColumnType::kBlob);
+          read.push_back(row.IsNull(1) ? std::nullopt : std::optional(std::string(row.Text(1))));
+        }).ok());
+  ASSERT_EQ(read.size(), values.size() + 1);
+  for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(read[i], values[i]) << i;
+  EXPECT_FALSE(read.back().has_value());
+  EXPECT_DEATH(batch.AppendText(1, "x"), "AppendText");
+}
+
 }  // namespace
 }  // namespace weir::sql

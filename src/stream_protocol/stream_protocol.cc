@@ -34,15 +34,16 @@ std::string CloseReason(std::string_view reason, std::initializer_list<Value::Me
 }
 
 std::string GreetingJson(const Greeting& greeting) {
-  return Value::MakeObject({{"type", kGreetingType},
-                            {"topic", greeting.topic},
-                            {"partition", greeting.partition},
-                            {"first", greeting.first},
-                            {"next", greeting.next},
-                            {"start", greeting.start},
-                            {"max_replay", greeting.max_replay},
-                            {"max_backlog", greeting.max_backlog}})
-      .ToJson();
+  Value json = Value::MakeObject({{"type", kGreetingType},
+                                  {"topic", greeting.topic},
+                                  {"partition", greeting.partition},
+                                  {"first", greeting.first},
+                                  {"next", greeting.next},
+                                  {"start", greeting.start},
+                                  {"max_replay", greeting.max_replay},
+                                  {"max_backlog", greeting.max_backlog}});
+  if (greeting.archive_first) json.Set("archive_first", *greeting.archive_first);
+  return json.ToJson();
 }
 
 Result<Greeting> ParseGreeting(std::string_view text) {
@@ -60,7 +61,12 @@ Result<Greeting> ParseGreeting(std::string_view text) {
   if (topic == nullptr || !topic->is_string() || !partition || !first || !next || !start) {
     return Status::Corruption("lacks topic, partition, first, next or start");
   }
-  if (*first > *next || *start < *first || *start > *next) {
+  const std::optional<int64_t> archive_first = NonNegativeInt(*json, "archive_first");
+  if (json->Find("archive_first") != nullptr && !archive_first) {
+    return Status::Corruption("has an archive_first that is not a number >= 0");
+  }
+  const int64_t lowest = archive_first ? std::min(*first, *archive_first) : *first;
+  if (*first > *next || *start < lowest || *start > *next) {
     return Status::Corruption("has start outside first..next");
   }
   return Greeting{.topic = std::string(topic->as_string()),
@@ -69,7 +75,8 @@ Result<Greeting> ParseGreeting(std::string_view text) {
                   .next = *next,
                   .start = *start,
                   .max_replay = NonNegativeInt(*json, "max_replay").value_or(0),
-                  .max_backlog = NonNegativeInt(*json, "max_backlog").value_or(0)};
+                  .max_backlog = NonNegativeInt(*json, "max_backlog").value_or(0),
+                  .archive_first = archive_first};
 }
 
 size_t MessagePayloadSize(int64_t offset, std::string_view value) {

@@ -43,6 +43,7 @@ enum class CloseCode : uint16_t {
   kTooOld = 4413,
   kAhead = 4416,
   kTooManySubscribers = 4429,
+  kArchiveUnreadable = 4500,  // a catch-up's archive file is missing or corrupt
 };
 
 // A close reason: `{"reason":REASON,...members}`, the reason first and the numbers after it, as
@@ -58,15 +59,19 @@ struct Greeting {
   int64_t start = 0;  // the first message this connection delivers
   int64_t max_replay = 0;
   int64_t max_backlog = 0;
+  // The first offset the partition's archive holds, when it has one (a catch-up below `first`
+  // starts at or above it).
+  std::optional<int64_t> archive_first;
 };
 
 // {"type":"greeting","topic":T,"partition":P,"first":F,"next":X,"start":S,"max_replay":R,
-// "max_backlog":B}
+// "max_backlog":B[,"archive_first":A]}
 std::string GreetingJson(const Greeting& greeting);
 // The greeting in `text`, or kCorruption whose message says what is wrong with it ("is not JSON:
 // ...", "is not {"type":"greeting",...}", "lacks topic, partition, first, next or start", "has
 // start outside first..next"), to follow the quoted text. topic, partition, first, next and start
-// are required (numbers >= 0); max_replay and max_backlog are 0 when absent.
+// are required (numbers >= 0); max_replay and max_backlog are 0 when absent. With archive_first,
+// start may be below first down to it (a catch-up through the archive).
 Result<Greeting> ParseGreeting(std::string_view text);
 
 // A subscriber's data frame: `[OFFSET,MESSAGE]`, MESSAGE being the record's value byte for byte.

@@ -43,6 +43,26 @@ TEST(StreamProtocol, AGreetingWithoutItsLimitsHasThemZero) {
   EXPECT_EQ(read->max_backlog, 0);
 }
 
+TEST(StreamProtocol, ACatchUpGreetingStartsBelowFirstDownToTheArchive) {
+  Greeting written{.topic = "t", .partition = 0, .first = 50, .next = 90, .start = 20};
+  written.archive_first = 10;
+  const std::string json = GreetingJson(written);
+  EXPECT_NE(json.find(R"("archive_first":10)"), std::string::npos) << json;
+  auto read = ParseGreeting(json);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->start, 20);
+  EXPECT_EQ(read->archive_first, 10);
+  EXPECT_FALSE(ParseGreeting(R"({"type":"greeting","topic":"t","partition":0,"first":5,)"
+                             R"("next":9,"start":2,"archive_first":3})")
+                   .ok());
+  EXPECT_FALSE(ParseGreeting(R"({"type":"greeting","topic":"t","partition":0,"first":5,)"
+                             R"("next":9,"start":5,"archive_first":"x"})")
+                   .ok());
+  EXPECT_FALSE(ParseGreeting(R"({"type":"greeting","topic":"t","partition":0,"first":5,)"
+                             R"("next":9,"start":5})")
+                   ->archive_first.has_value());
+}
+
 TEST(StreamProtocol, ABadGreetingSaysWhatIsWrong) {
   const std::pair<std::string, std::string> cases[] = {
       {"greetings!", "is not JSON"},
