@@ -23,6 +23,9 @@ struct QueryRequest {
   std::string sql;
   std::string format = "jsonl";               // jsonl, csv or table
   std::chrono::milliseconds timeout{60'000};  // at most ServerOptions::max_query_time
+  // Set by the server: whether the client has hung up (any thread may call it). A handler
+  // stops its query when it says so.
+  std::function<bool()> client_gone{};
 };
 
 // One message of a topic's archive: its offset and the record's value, byte for byte.

@@ -38,9 +38,11 @@ Result<QueryFormat> ParseQueryFormat(std::string_view name);
 
 // Runs a read-only query (bringing the views it names up to date first) and writes its result
 // through `write` as it comes (the csv header with the first row, or at the end if none).
+// `cancelled` (optional) stops it (kCancelled) once it says so, e.g. when the client hung up.
 Status WriteQueryResult(lake::Lake& lake, std::string_view sql, QueryFormat format,
                         std::chrono::milliseconds timeout,
-                        const std::function<void(std::string_view)>& write);
+                        const std::function<void(std::string_view)>& write,
+                        std::function<bool()> cancelled = {});
 
 // What `weir views list` (view empty: an array of every view's summary) and `weir views
 // describe VIEW` (one object) show, as JSON: also the answer of GET /views and /views/VIEW.

@@ -281,16 +281,12 @@ std::string TimeOrDash(const Value& v, std::string_view member) {
 
 Status WriteQueryResult(lake::Lake& lake, std::string_view sql, QueryFormat format,
                         std::chrono::milliseconds timeout,
-                        const std::function<void(std::string_view)>& write) {
-  // A query defines every view, and a view with SQL whose columns are not inferred yet (never
-  // updated) does not bind: those are brought up to date first, whether the query names them
-  // or not. (A view over a topic with no record yet still fails a query; see the lake.)
-  for (const lake::CatalogView& v : lake.Views()) {
-    if (v.columns.empty() && !v.spec.sql.empty()) (void)lake.Update(v.spec.name, true);
-  }
+                        const std::function<void(std::string_view)>& write,
+                        std::function<bool()> cancelled) {
   ResultWriter writer(format, write);
   lake::QueryOptions options;
   options.timeout = timeout;
+  options.cancelled = std::move(cancelled);
   WEIR_RETURN_IF_ERROR(lake.Query(sql, options, writer.Sink()));
   writer.Finish();
   return Status::OK();

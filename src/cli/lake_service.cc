@@ -61,7 +61,8 @@ void LakeService::Serve(const std::shared_ptr<LakeService>& service, ServerOptio
   options.query_handler = [service](const QueryRequest& request, const BodyWriter& write) {
     WEIR_ASSIGN_OR_RETURN(QueryFormat format, ParseQueryFormat(request.format));
     WEIR_ASSIGN_OR_RETURN(lake::Lake * lake, service->lake());
-    return WriteQueryResult(*lake, request.sql, format, request.timeout, write);
+    return WriteQueryResult(*lake, request.sql, format, request.timeout, write,
+                            request.client_gone);
   };
   options.views_handler = [service](std::string_view view, const BodyWriter& write) {
     // No lake: no view (and describing one says so, as it would with a lake).

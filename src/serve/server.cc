@@ -98,6 +98,11 @@ bool TokenMatches(std::string_view given, std::string_view expected) {
 class Connection;
 class Subscriber;
 
+// A POST /query's or GET /views' handler, run on a thread of its own: it writes its answer
+// through `write`; `client_gone` says whether the client has hung up (so it may stop early).
+using StreamJob =
+    std::function<Status(const BodyWriter& write, const std::function<bool()>& client_gone)>;
+
 // The answer of a POST /query or GET /views: made on a thread of its own (a handler of
 // ServerOptions), written to the socket by the I/O thread. The handler's thread waits while
 // more than kMaxPendingBytes are not yet on the socket, for at most `patience` (then the client
@@ -116,6 +121,8 @@ class BodyStream {
   std::string Take();
   void Sent(size_t bytes);
   void Close();
+  // Any thread: the connection is gone (or too slow), its writes dropped.
+  bool closed();
 
  private:
   asio::io_context& io_;
@@ -204,7 +211,7 @@ class Server::Impl {
   // Runs `job` (a query or views handler) on a thread of its own, writing to `stream`; at its
   // end the connection's OnStreamEnd gets its status. False if max_queries run already.
   bool StartJob(std::shared_ptr<BodyStream> stream, std::weak_ptr<Connection> connection,
-                std::function<Status(const BodyWriter&)> job);
+                StreamJob job);
   // What the partition's archive holds, if the server has archives (from memory).
   std::optional<ArchiveExtent> ArchiveOf(std::string_view topic, int32_t partition) const;
   // Queues a catch-up for a catch-up thread (started on the first).
@@ -403,10 +410,14 @@ class HttpRequests {
   bool MayAsk(bool handled, http::verb method, std::string_view wrong_method);
   // Starts `job` on a thread of its own; its answer is streamed as `content_type` (503 if
   // max_queries run already).
-  void StartStream(std::string content_type, std::function<Status(const BodyWriter&)> job);
+  void StartStream(std::string content_type, StreamJob job);
   void SendStreamHeader();
   void QueueChunk(std::string_view data);
 
+ public:
+  void WatchForHangUp();
+
+ private:
   Server::Impl& server_;
   Connection& connection_;
   beast::flat_buffer buffer_;
@@ -418,6 +429,7 @@ class HttpRequests {
   bool keep_alive_ = false;
   bool requests_done_ = false;  // a request was read and its answer is (being) written
   bool close_after_write_ = false;
+  std::array<char, 64> hang_up_buffer_{};
   std::shared_ptr<BodyStream> stream_;  // a streamed answer's
   std::string stream_content_type_;
   bool stream_header_sent_ = false;
@@ -1458,6 +1470,11 @@ void BodyStream::Sent(size_t bytes) {
   drained_.notify_all();
 }
 
+bool BodyStream::closed() {
+  std::lock_guard lock(mu_);
+  return closed_;
+}
+
 void BodyStream::Close() {
   {
     std::lock_guard lock(mu_);
@@ -1491,8 +1508,11 @@ void HttpRequests::Query() {
   QueryRequest query = std::get<QueryRequest>(std::move(parsed));
   std::string content_type(ContentTypeOf(query.format));
   StartStream(std::move(content_type),
-              [handler = options.query_handler, query = std::move(query)](const BodyWriter& write) {
-                return handler(query, write);
+              [handler = options.query_handler, query = std::move(query)](
+                  const BodyWriter& write, const std::function<bool()>& client_gone) {
+                QueryRequest request = query;
+                request.client_gone = client_gone;
+                return handler(request, write);
               });
 }
 
@@ -1500,11 +1520,12 @@ void HttpRequests::Views() {
   const ServerOptions& options = server_.options();
   if (!MayAsk(bool(options.views_handler), http::verb::get, "get_views")) return;
   StartStream("application/json", [handler = options.views_handler, view = target_.topic](
-                                      const BodyWriter& write) { return handler(view, write); });
+                                      const BodyWriter& write, const std::function<bool()>&) {
+    return handler(view, write);
+  });
 }
 
-void HttpRequests::StartStream(std::string content_type,
-                               std::function<Status(const BodyWriter&)> job) {
+void HttpRequests::StartStream(std::string content_type, StreamJob job) {
   const ServerOptions& options = server_.options();
   auto stream = std::make_shared<BodyStream>(server_.io(), connection_.weak_from_this(),
                                              options.idle_timeout);
@@ -1516,6 +1537,23 @@ void HttpRequests::StartStream(std::string content_type,
   stream_ = std::move(stream);
   stream_content_type_ = std::move(content_type);
   keep_alive_ = false;
+  WatchForHangUp();
+}
+
+// Nothing more is read from a client whose answer streams, but a read stays posted, so that a
+// client hanging up (EOF, reset) is seen at once, not at the next write: the connection is
+// destroyed, which closes the stream, which the handler sees as client_gone.
+void HttpRequests::WatchForHangUp() {
+  connection_.socket().async_read_some(
+      asio::buffer(hang_up_buffer_),
+      [self = connection_.shared_from_this()](beast::error_code ec, size_t) {
+        if (self->destroyed()) return;
+        if (ec) {
+          self->Destroy();
+        } else {
+          self->http().WatchForHangUp();  // bytes after the request: ignored
+        }
+      });
 }
 
 void HttpRequests::SendStreamHeader() {
@@ -1723,8 +1761,7 @@ void Server::Impl::CheckDurability() {
 }
 
 bool Server::Impl::StartJob(std::shared_ptr<BodyStream> stream,
-                            std::weak_ptr<Connection> connection,
-                            std::function<Status(const BodyWriter&)> job) {
+                            std::weak_ptr<Connection> connection, StreamJob job) {
   if (static_cast<int64_t>(jobs_.size()) >= options_.max_queries) return false;
   const uint64_t id = next_job_++;
   std::thread thread;
@@ -1732,9 +1769,10 @@ bool Server::Impl::StartJob(std::shared_ptr<BodyStream> stream,
     thread = std::thread([this, id, stream = std::move(stream), connection = std::move(connection),
                           job = std::move(job)] {
       const BodyWriter write = [&stream](std::string_view chunk) { stream->Write(chunk); };
+      const std::function<bool()> client_gone = [&stream] { return stream->closed(); };
       Status status;
       try {
-        status = job(write);
+        status = job(write, client_gone);
       } catch (const std::exception& e) {
         status = Status::Internal(std::string("query handler failed: ") + e.what());
       }

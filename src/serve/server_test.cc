@@ -1241,6 +1241,32 @@ TEST_F(ServerQuery, AClientThatStopsReadingOrLeavesDoesNotHoldItsQuery) {
   ExpectStillServes();
 }
 
+// A silent query (no row yet) learns that its client hung up, and stops.
+TEST_F(ServerQuery, AHandlerSeesItsClientHangUpBeforeWritingAnything) {
+  std::atomic<bool> saw_gone{false};
+  ServerOptions options;
+  options.query_handler = [&saw_gone](const QueryRequest& request, const BodyWriter&) {
+    const auto deadline = std::chrono::steady_clock::now() + testing::kHangDeadline;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (request.client_gone && request.client_gone()) {
+        saw_gone = true;
+        return Status::Cancelled("the client went away");
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return Status::OK();
+  };
+  StartServer(options);
+  {
+    RawClient leaving(port_);
+    leaving.Write("POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\n\r\n1");
+    EXPECT_TRUE(Eventually([&] { return Stats().connections == 1; }));
+  }
+  EXPECT_TRUE(Eventually([&] { return saw_gone.load(); }));
+  EXPECT_TRUE(Eventually([&] { return Stats().connections == 0; })) << Stats().connections;
+  ExpectStillServes();
+}
+
 // --- Shutdown ------------------------------------------------------------------------------------
 
 using ServerShutdown = ServerTest;
