@@ -388,6 +388,21 @@ TEST_F(LakeTest, QueriesAreReadOnlyAndStayInTheLake) {
   EXPECT_EQ(Rows("SELECT a FROM rv"), (std::vector<std::string>{"1"}));
 }
 
+TEST_F(LakeTest, AQueryBeyondTheMemoryLimitFailsAndTheNextOneRuns) {
+  LakeOptions options;
+  options.query_memory_limit = "64MB";
+  OpenLake(options);
+  Status s = QueryStatus(
+      "SELECT count(DISTINCT range::VARCHAR || 'padding to be kept') "
+      "FROM range(20000000)");
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+  EXPECT_EQ(Rows("SELECT 41 + 1"), (std::vector<std::string>{"42"}));
+  // A sort larger than the limit spills to DuckDB's temp folder and answers.
+  EXPECT_EQ(Rows("SELECT sum(x) FROM (SELECT range * 7 % 1000003 AS x, repeat('p', 40) AS pad "
+                 "FROM range(3000000) ORDER BY x, pad LIMIT 2000000)"),
+            (std::vector<std::string>{"666665666667"}));  // the 2M smallest x, summed
+}
+
 TEST_F(LakeTest, AQueryPastItsTimeLimitOrCancelledIsStopped) {
   QueryOptions options;
   options.timeout = std::chrono::milliseconds(200);

@@ -229,6 +229,15 @@ std::filesystem::path DuckDbScratchDir() {
   return base / ("weir-duckdb-" + std::to_string(::getpid()));
 }
 
+// Where one database spills: its own folder beside the scratch folder, so that DuckDB, which
+// creates it, removes it on close without touching another database's spills.
+std::filesystem::path SpillDir() {
+  static std::atomic<uint64_t> next{0};
+  std::filesystem::path scratch = DuckDbScratchDir();
+  return scratch.parent_path() /
+         (scratch.filename().string() + "-spill-" + std::to_string(next.fetch_add(1)));
+}
+
 }  // namespace
 
 std::string_view ColumnTypeName(ColumnType type) {
@@ -745,7 +754,9 @@ Result<std::unique_ptr<Database>> Database::Open(const char* path, const Databas
       {"allow_community_extensions", "false"},
       {"extension_directory", (scratch / "extensions").string()},
       {"secret_directory", (scratch / "secrets").string()},
-      {"temp_directory", (scratch / "spill").string()},
+      // One folder per database, directly under the temp folder: DuckDB creates it when it
+      // first spills (it does not create missing parents) and removes it when it closes.
+      {"temp_directory", SpillDir().string()},
   };
   if (options.threads > 0) settings.emplace_back("threads", std::to_string(options.threads));
   if (!options.memory_limit.empty()) settings.emplace_back("memory_limit", options.memory_limit);
