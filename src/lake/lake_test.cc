@@ -617,8 +617,10 @@ TEST_F(LakeTest, TheMergePolicyMergesEachClosedSpanOnceInTheBackground) {
     const int64_t latest = (status->partitions.back().span_start_ms / two_s) * two_s;
     std::map<int64_t, int> per_span;
     for (const PartitionRecord& p : status->partitions) {
-      ++per_span[(p.span_start_ms / two_s) * two_s];
-      if (instances) instances->push_back(p.instance);
+      const int64_t span = (p.span_start_ms / two_s) * two_s;
+      ++per_span[span];
+      // The latest span's open piece is sealed (a new instance) once its time has passed.
+      if (instances && span != latest) instances->push_back(p.instance);
     }
     return std::all_of(per_span.begin(), per_span.end(),
                        [&](const auto& span) { return span.first == latest || span.second == 1; });
@@ -633,7 +635,8 @@ TEST_F(LakeTest, TheMergePolicyMergesEachClosedSpanOnceInTheBackground) {
   ASSERT_TRUE(merged_as_policy_says(&after));
   lake_->StopBackground();
   EXPECT_EQ(before, after) << "a closed span merged again";
-  EXPECT_LT(before.size(), 5u);
+  EXPECT_FALSE(before.empty());
+  EXPECT_LT(before.size(), 4u);
   EXPECT_EQ(Rows("SELECT count(*), sum(n) FROM merged_view"), (std::vector<std::string>{"10|60"}));
 }
 
