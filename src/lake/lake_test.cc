@@ -610,10 +610,13 @@ TEST_F(LakeTest, TheMergePolicyMergesEachClosedSpanOnceInTheBackground) {
   options.materialize.seal_grace = std::chrono::milliseconds(0);
   OpenLake(options);
   const int64_t two_s = 2000;
-  // Each closed two-second span in one partition; the latest span left alone.
+  // Every record materialized, each closed two-second span in one partition; the latest span
+  // left alone.
   auto merged_as_policy_says = [&](std::vector<int64_t>* instances) {
     const Result<ViewStatus> status = lake_->Describe("merged_view");
-    if (!status.ok() || status->partitions.empty()) return false;
+    if (!status.ok() || status->partitions.empty() || status->partitions.back().end_offset != 10) {
+      return false;
+    }
     const int64_t latest = (status->partitions.back().span_start_ms / two_s) * two_s;
     std::map<int64_t, int> per_span;
     for (const PartitionRecord& p : status->partitions) {
