@@ -132,6 +132,9 @@ struct BenchArgs {
   int64_t grace_ms = 4'000;
   int64_t checkpoint_ms = 1'000;   // outputs are visible once checkpointed
   int64_t out_of_order_group = 1;  // the generator's disorder (1: in order)
+  // Where the query's results go: "topic" (the durable output topic, checked row by row against
+  // DuckDB) or "discard" (dropped, counted; the engine without its output log).
+  std::string nexmark_sink = "topic";
   // Process functions: the handler (native, cpp, python or node), its worker (a weir-cpp-worker
   // binary or a count_idle script; empty: looked for beside the weir binary and in
   // examples/workers), the idle timer, the event-time rate (0: a key's mean gap between inputs

@@ -360,6 +360,11 @@ Command AddBenchNexmark(CLI::App* bench_cmd, BenchArgs& bench) {
       ->capture_default_str();
   bench_nexmark->add_option("--partitions", bench.partitions, "Source partitions (tasks)")
       ->capture_default_str();
+  bench_nexmark
+      ->add_option("--sink", bench.nexmark_sink,
+                   "topic (the output log, every row checked against DuckDB) or discard "
+                   "(dropped: rows counted against DuckDB's)")
+      ->capture_default_str();
   bench_nexmark->add_option("--data-dir", bench.data_dir, "Where (default: a temporary directory)");
   return {bench_nexmark, [&bench] { return BenchNexmark(bench); }};
 }
@@ -393,7 +398,9 @@ Command AddBenchProcess(CLI::App* bench_cmd, BenchArgs& bench) {
 Command AddBenchLake(CLI::App* bench_cmd, BenchArgs& bench) {
   CLI::App* cmd = bench_cmd->add_subcommand(
       "lake", "Nexmark bids materialized to Parquet by a lake view, and queried (checked)");
-  cmd->add_option("--bids", bench.lake_bids, "Bids")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--bids", bench.lake_bids, "Bids")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_flag("--sql", bench.lake_sql,
                 "Materialize through a SQL transform (Nexmark q1's currency conversion)");
   cmd->add_option("--sql-text", bench.lake_sql_text,
@@ -434,8 +441,8 @@ Command AddBenchCatchup(CLI::App* bench_cmd, CatchupBenchArgs& args) {
   return {cmd, [&args] { return BenchCatchup(args); }};
 }
 
-// `bench log|pipeline|windows|join|nexmark|process|lake|catchup`: each takes its own --data-dir (default: a
-// temporary directory), not the shared one.
+// `bench log|pipeline|windows|join|nexmark|process|lake|catchup`: each takes its own --data-dir
+// (default: a temporary directory), not the shared one.
 std::vector<Command> AddBenchCommands(CLI::App& app, Arguments& args) {
   CLI::App* bench_cmd =
       app.add_subcommand("bench", "Benchmarks (figures, checked for correctness)");

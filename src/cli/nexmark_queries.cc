@@ -41,6 +41,15 @@ Value BidRow(const Value& bid, Value price) {
                              {"extra", Field(bid, "extra")}});
 }
 
+// The query's results: to the output topic, or dropped (QueryOptions::discard_output).
+void Emit(Stream results, const QueryOptions& options) {
+  if (options.discard_output) {
+    results.ToDiscard();
+  } else {
+    results.ToTopic(options.output_topic);
+  }
+}
+
 constexpr int64_t kWindowMs = 10'000;
 
 // Every window of this size that contains t starts at (t / size) * size (t >= 0).
@@ -78,42 +87,38 @@ std::vector<Value> TopRowsOf(const Value& window) {
 
 // Passthrough of the bids.
 void AddQ0(Stream source, const QueryOptions& options) {
-  const std::string& out = options.output_topic;
-  Bids(source)
-      .Map([](const Value& bid) { return BidRow(bid, Field(bid, "price")); }, "q0-project")
-      .ToTopic(out);
+  Stream results = Bids(source).Map(
+      [](const Value& bid) { return BidRow(bid, Field(bid, "price")); }, "q0-project");
+  Emit(results, options);
 }
 
 // Currency conversion: the price in euros.
 void AddQ1(Stream source, const QueryOptions& options) {
-  const std::string& out = options.output_topic;
-  Bids(source)
-      .Map(
-          [](const Value& bid) {
-            return BidRow(bid, Value(static_cast<double>(Int(bid, "price")) * 0.908));
-          },
-          "q1-euros")
-      .ToTopic(out);
+  Stream results = Bids(source).Map(
+      [](const Value& bid) {
+        return BidRow(bid, Value(static_cast<double>(Int(bid, "price")) * 0.908));
+      },
+      "q1-euros");
+  Emit(results, options);
 }
 
 // Selection: the bids of some auctions.
 void AddQ2(Stream source, const QueryOptions& options) {
-  const std::string& out = options.output_topic;
-  source
-      .Filter([](const Value& v) { return IsType(v, "bid") && Int(v, "auction") % 123 == 0; },
-              "q2-select")
-      .Map(
-          [](const Value& bid) {
-            return Value(
-                Value::Object{{"auction", Field(bid, "auction")}, {"price", Field(bid, "price")}});
-          },
-          "q2-project")
-      .ToTopic(out);
+  Stream results =
+      source
+          .Filter([](const Value& v) { return IsType(v, "bid") && Int(v, "auction") % 123 == 0; },
+                  "q2-select")
+          .Map(
+              [](const Value& bid) {
+                return Value(Value::Object{{"auction", Field(bid, "auction")},
+                                           {"price", Field(bid, "price")}});
+              },
+              "q2-project");
+  Emit(results, options);
 }
 
 // Local item suggestion: sellers in some states of category-10 items.
 void AddQ3(Stream source, const QueryOptions& options) {
-  const std::string& out = options.output_topic;
   const milliseconds grace = options.grace;
   Stream auctions =
       source.Filter([](const Value& v) { return IsType(v, "auction") && Int(v, "category") == 10; },
@@ -129,27 +134,26 @@ void AddQ3(Stream source, const QueryOptions& options) {
       "q3-people");
   people = Project(people, {"id", "name", "city", "state"}, "q3-person-fields")
                .GroupBy("id", KeySerde::kInt);
-  auctions
-      .IntervalJoin(people, {.name = "q3-join",
-                             .lower = kUnbounded,
-                             .upper = kUnbounded,
-                             .grace = grace,
-                             .late_topic = options.late_topic})
-      .Map(
-          [](const Value& pair) {
-            const Value& person = Field(pair, "right");
-            return Value(Value::Object{{"name", Field(person, "name")},
-                                       {"city", Field(person, "city")},
-                                       {"state", Field(person, "state")},
-                                       {"id", Field(Field(pair, "left"), "id")}});
-          },
-          "q3-project")
-      .ToTopic(out);
+  Stream results = auctions
+                       .IntervalJoin(people, {.name = "q3-join",
+                                              .lower = kUnbounded,
+                                              .upper = kUnbounded,
+                                              .grace = grace,
+                                              .late_topic = options.late_topic})
+                       .Map(
+                           [](const Value& pair) {
+                             const Value& person = Field(pair, "right");
+                             return Value(Value::Object{{"name", Field(person, "name")},
+                                                        {"city", Field(person, "city")},
+                                                        {"state", Field(person, "state")},
+                                                        {"id", Field(Field(pair, "left"), "id")}});
+                           },
+                           "q3-project");
+  Emit(results, options);
 }
 
 // Average winning price per category.
 void AddQ4(Stream source, const QueryOptions& options) {
-  const std::string& out = options.output_topic;
   const milliseconds grace = options.grace;
   const int64_t longest = MaxAuctionLengthMs(options.model);
   Stream auctions =
@@ -158,98 +162,100 @@ void AddQ4(Stream source, const QueryOptions& options) {
           .GroupBy("id", KeySerde::kInt);
   Stream bids = Project(Bids(source), {"auction", "price", "dateTime"}, "q4-bid-fields")
                     .GroupBy("auction", KeySerde::kInt);
-  auctions
-      .IntervalJoin(bids, {.name = "q4-join",
-                           .lower = milliseconds(0),
-                           .upper = milliseconds(longest),
-                           .grace = grace,
-                           .late_topic = options.late_topic})
-      .Filter(
-          [](const Value& pair) {
-            return Int(Field(pair, "right"), "dateTime") <= Int(Field(pair, "left"), "expires");
-          },
-          "q4-open-auction")
-      .Map(
-          [](const Value& pair) {
-            return Value(Value::Object{{"price", Field(Field(pair, "right"), "price")},
-                                       {"category", Field(Field(pair, "left"), "category")}});
-          },
-          "q4-price")
-      // An auction's bids all lie within `longest` of each other: one session per auction.
-      .Window(WindowDefinition::Session(milliseconds(longest)).Grace(grace))
-      .Agg({{"final", agg::Max("price")}, {"category", agg::First("category")}})
-      .Closing(Closing::kPartition)
-      .LateTopic(options.late_topic)
-      .Final()
-      .GroupBy("category", KeySerde::kInt)
-      .Aggregate({{"category", agg::First("category")}, {"avg", agg::Mean("final")}})
-      .ToTopic(out);
+  Stream results =
+      auctions
+          .IntervalJoin(bids, {.name = "q4-join",
+                               .lower = milliseconds(0),
+                               .upper = milliseconds(longest),
+                               .grace = grace,
+                               .late_topic = options.late_topic})
+          .Filter(
+              [](const Value& pair) {
+                return Int(Field(pair, "right"), "dateTime") <= Int(Field(pair, "left"), "expires");
+              },
+              "q4-open-auction")
+          .Map(
+              [](const Value& pair) {
+                return Value(Value::Object{{"price", Field(Field(pair, "right"), "price")},
+                                           {"category", Field(Field(pair, "left"), "category")}});
+              },
+              "q4-price")
+          // An auction's bids all lie within `longest` of each other: one session per auction.
+          .Window(WindowDefinition::Session(milliseconds(longest)).Grace(grace))
+          .Agg({{"final", agg::Max("price")}, {"category", agg::First("category")}})
+          .Closing(Closing::kPartition)
+          .LateTopic(options.late_topic)
+          .Final()
+          .GroupBy("category", KeySerde::kInt)
+          .Aggregate({{"category", agg::First("category")}, {"avg", agg::Mean("final")}});
+  Emit(results, options);
 }
 
 // Hot items: the auctions with the most bids per hopping window.
 void AddQ5(Stream source, const QueryOptions& options) {
-  const std::string& out = options.output_topic;
   const milliseconds grace = options.grace;
-  Project(Bids(source), {"auction"}, "q5-bid-fields")
-      .GroupBy("auction", KeySerde::kInt)
-      .Window(WindowDefinition::Hopping(seconds(10), seconds(2)).Grace(grace))
-      // The window's key, carried into its result (every event of the window has it): Min of
-      // an integer is the cheapest aggregation that keeps it.
-      .Agg({{"num", agg::Count()}, {"auction", agg::Min("auction")}})
-      .Closing(Closing::kPartition)
-      .LateTopic(options.late_topic)
-      .Final()
-      .Map(
-          [](const Value& w) {
-            return Value(Value::Object{{"auction", Field(w, "auction")},
-                                       {"num", Field(w, "num")},
-                                       {"start", Field(w, "start")}});
-          },
-          "q5-counts")
-      .GroupBy("start", KeySerde::kInt)
-      // Every count of one hopping window has the timestamp end - 1, in one 2 s slot.
-      .Window(WindowDefinition::Tumbling(seconds(2)).Grace(grace))
-      .Agg({{"top", TopRows([](const Value& row) { return OneTopRow(Field(row, "num"), row); })}})
-      .Closing(Closing::kPartition)
-      .LateTopic(options.late_topic)
-      .Final()
-      .FlatMap(TopRowsOf, "q5-rows")
-      .ToTopic(out);
+  Stream results =
+      Project(Bids(source), {"auction"}, "q5-bid-fields")
+          .GroupBy("auction", KeySerde::kInt)
+          .Window(WindowDefinition::Hopping(seconds(10), seconds(2)).Grace(grace))
+          // The window's key, carried into its result (every event of the window has it): Min of
+          // an integer is the cheapest aggregation that keeps it.
+          .Agg({{"num", agg::Count()}, {"auction", agg::Min("auction")}})
+          .Closing(Closing::kPartition)
+          .LateTopic(options.late_topic)
+          .Final()
+          .Map(
+              [](const Value& w) {
+                return Value(Value::Object{{"auction", Field(w, "auction")},
+                                           {"num", Field(w, "num")},
+                                           {"start", Field(w, "start")}});
+              },
+              "q5-counts")
+          .GroupBy("start", KeySerde::kInt)
+          // Every count of one hopping window has the timestamp end - 1, in one 2 s slot.
+          .Window(WindowDefinition::Tumbling(seconds(2)).Grace(grace))
+          .Agg({{"top",
+                 TopRows([](const Value& row) { return OneTopRow(Field(row, "num"), row); })}})
+          .Closing(Closing::kPartition)
+          .LateTopic(options.late_topic)
+          .Final()
+          .FlatMap(TopRowsOf, "q5-rows");
+  Emit(results, options);
 }
 
 // Highest bid per tumbling window.
 void AddQ7(Stream source, const QueryOptions& options) {
-  const std::string& out = options.output_topic;
   const milliseconds grace = options.grace;
-  Bids(source)
-      .Map(
-          [](const Value& bid) {
-            return Value(Value::Object{{"auction", Field(bid, "auction")},
-                                       {"price", Field(bid, "price")},
-                                       {"bidder", Field(bid, "bidder")},
-                                       {"dateTime", Field(bid, "dateTime")},
-                                       {"extra", Field(bid, "extra")}});
-          },
-          "q7-project")
-      // First each task's highest bids per window, then one task combines them.
-      .Window(WindowDefinition::Tumbling(seconds(10)).Grace(grace))
-      .Agg({{"top", TopRows([](const Value& row) { return OneTopRow(Field(row, "price"), row); })}})
-      .Closing(Closing::kPartition)
-      .LateTopic(options.late_topic)
-      .Final()
-      .GroupBy("start", KeySerde::kInt, 1)
-      .Window(WindowDefinition::Tumbling(seconds(10)).Grace(grace))
-      .Agg({{"top", TopRows([](const Value& w) { return Field(w, "top"); })}})
-      .Closing(Closing::kPartition)
-      .LateTopic(options.late_topic)
-      .Final()
-      .FlatMap(TopRowsOf, "q7-rows")
-      .ToTopic(out);
+  Stream results =
+      Bids(source)
+          .Map(
+              [](const Value& bid) {
+                return Value(Value::Object{{"auction", Field(bid, "auction")},
+                                           {"price", Field(bid, "price")},
+                                           {"bidder", Field(bid, "bidder")},
+                                           {"dateTime", Field(bid, "dateTime")},
+                                           {"extra", Field(bid, "extra")}});
+              },
+              "q7-project")
+          // First each task's highest bids per window, then one task combines them.
+          .Window(WindowDefinition::Tumbling(seconds(10)).Grace(grace))
+          .Agg({{"top",
+                 TopRows([](const Value& row) { return OneTopRow(Field(row, "price"), row); })}})
+          .Closing(Closing::kPartition)
+          .LateTopic(options.late_topic)
+          .Final()
+          .GroupBy("start", KeySerde::kInt, 1)
+          .Window(WindowDefinition::Tumbling(seconds(10)).Grace(grace))
+          .Agg({{"top", TopRows([](const Value& w) { return Field(w, "top"); })}})
+          .Closing(Closing::kPartition)
+          .LateTopic(options.late_topic)
+          .Final()
+          .FlatMap(TopRowsOf, "q7-rows");
+  Emit(results, options);
 }
 
 // New users: people who opened an auction in the window they joined.
 void AddQ8(Stream source, const QueryOptions& options) {
-  const std::string& out = options.output_topic;
   const milliseconds grace = options.grace;
   Stream people =
       Project(source.Filter([](const Value& v) { return IsType(v, "person"); }, "q8-people"),
@@ -259,56 +265,56 @@ void AddQ8(Stream source, const QueryOptions& options) {
       Project(source.Filter([](const Value& v) { return IsType(v, "auction"); }, "q8-auctions"),
               {"seller", "dateTime"}, "q8-auction-fields")
           .GroupBy("seller", KeySerde::kInt);
-  people
-      .IntervalJoin(auctions, {.name = "q8-join",
-                               .lower = milliseconds(kWindowMs),
-                               .upper = milliseconds(kWindowMs),
-                               .grace = grace,
-                               .late_topic = options.late_topic})
-      .Filter(
-          [](const Value& pair) {
-            return TumbleStart(Int(Field(pair, "left"), "dateTime")) ==
-                   TumbleStart(Int(Field(pair, "right"), "dateTime"));
-          },
-          "q8-same-window")
-      .Map([](const Value& pair) { return Field(pair, "left"); }, "q8-person")
-      // One row per person and window, however many auctions they opened in it.
-      .Window(WindowDefinition::Tumbling(milliseconds(kWindowMs)).Grace(grace))
-      .Agg({{"id", agg::Min("id")}, {"name", agg::First("name")}})
-      .Closing(Closing::kPartition)
-      .LateTopic(options.late_topic)
-      .Final()
-      .Map(
-          [](const Value& w) {
-            return Value(Value::Object{
-                {"id", Field(w, "id")}, {"name", Field(w, "name")}, {"start", Field(w, "start")}});
-          },
-          "q8-project")
-      .ToTopic(out);
+  Stream results = people
+                       .IntervalJoin(auctions, {.name = "q8-join",
+                                                .lower = milliseconds(kWindowMs),
+                                                .upper = milliseconds(kWindowMs),
+                                                .grace = grace,
+                                                .late_topic = options.late_topic})
+                       .Filter(
+                           [](const Value& pair) {
+                             return TumbleStart(Int(Field(pair, "left"), "dateTime")) ==
+                                    TumbleStart(Int(Field(pair, "right"), "dateTime"));
+                           },
+                           "q8-same-window")
+                       .Map([](const Value& pair) { return Field(pair, "left"); }, "q8-person")
+                       // One row per person and window, however many auctions they opened in it.
+                       .Window(WindowDefinition::Tumbling(milliseconds(kWindowMs)).Grace(grace))
+                       .Agg({{"id", agg::Min("id")}, {"name", agg::First("name")}})
+                       .Closing(Closing::kPartition)
+                       .LateTopic(options.late_topic)
+                       .Final()
+                       .Map(
+                           [](const Value& w) {
+                             return Value(Value::Object{{"id", Field(w, "id")},
+                                                        {"name", Field(w, "name")},
+                                                        {"start", Field(w, "start")}});
+                           },
+                           "q8-project");
+  Emit(results, options);
 }
 
 // Bids per bidder per window: q11 (sessions of activity) and q12 (tumbling windows); `name`
 // prefixes the steps' names.
 void AddBidsPerBidder(Stream source, const QueryOptions& options, WindowDefinition window,
                       std::string_view name) {
-  const std::string& out = options.output_topic;
   const milliseconds grace = options.grace;
-  Project(Bids(source), {"bidder"}, std::string(name) + "-bid-fields")
-      .GroupBy("bidder", KeySerde::kInt)
-      .Window(window.Grace(grace))
-      .Agg({{"count", agg::Count()}, {"bidder", agg::Min("bidder")}})
-      .Closing(Closing::kPartition)
-      .LateTopic(options.late_topic)
-      .Final()
-      .Map(
-          [](const Value& w) {
-            return Value(Value::Object{{"bidder", Field(w, "bidder")},
-                                       {"count", Field(w, "count")},
-                                       {"start", Field(w, "start")},
-                                       {"end", Field(w, "end")}});
-          },
-          std::string(name) + "-project")
-      .ToTopic(out);
+  Stream results = Project(Bids(source), {"bidder"}, std::string(name) + "-bid-fields")
+                       .GroupBy("bidder", KeySerde::kInt)
+                       .Window(window.Grace(grace))
+                       .Agg({{"count", agg::Count()}, {"bidder", agg::Min("bidder")}})
+                       .Closing(Closing::kPartition)
+                       .LateTopic(options.late_topic)
+                       .Final()
+                       .Map(
+                           [](const Value& w) {
+                             return Value(Value::Object{{"bidder", Field(w, "bidder")},
+                                                        {"count", Field(w, "count")},
+                                                        {"start", Field(w, "start")},
+                                                        {"end", Field(w, "end")}});
+                           },
+                           std::string(name) + "-project");
+  Emit(results, options);
 }
 
 // User sessions: bids per bidder per session of activity.

@@ -29,6 +29,9 @@ namespace weir::nexmark {
 
 struct QueryOptions {
   std::string output_topic = "nexmark.out";
+  // Results dropped by a discard sink instead of written to output_topic: the engine measured
+  // without its output log (late events still go to late_topic).
+  bool discard_output = false;
   // Where every window and join writes the events it found late (and counts them).
   std::string late_topic = "nexmark.late";
   // Out-of-orderness the windows and time-bounded joins accept (event time).
@@ -37,7 +40,7 @@ struct QueryOptions {
   NexmarkConfig model;
 };
 
-// Adds the query's pipeline, from `source` to the output topic.
+// Adds the query's pipeline, from `source` to the output topic (or a discard sink).
 void AddQuery(Query query, Stream source, const QueryOptions& options);
 
 // How far past an output record's timestamp the event time is when the result is complete:
