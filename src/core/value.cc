@@ -4,6 +4,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/coding.h"
 #include "simdjson.h"
@@ -329,17 +332,129 @@ bool WordNeedsEscape(uint64_t word) {
   return control || has_zero_byte(word ^ (kOnes * '"')) || has_zero_byte(word ^ (kOnes * '\\'));
 }
 
-}  // namespace
 
-void AppendJsonString(std::string& out, std::string_view s) {
+// Writes JSON at the end of a std::string through a raw cursor. Room is made ahead (the string
+// grows past what is written, then is cut back to it when the writer goes), so that a byte
+// written is a store: std::string's push_back and append are calls (libstdc++ instantiates
+// std::string once, out of line), each with its capacity check and length update.
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::string& out) : out_(out), start_(out.size()) { Grow(kFirstRoom); }
+  ~JsonWriter() { out_.resize(static_cast<size_t>(cursor_ - out_.data())); }
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
+
+  void String(std::string_view s);
+  void Value(const weir::Value& v);
+
+ private:
+  static constexpr size_t kFirstRoom = 256;
+
+  // At least `n` bytes writable at the cursor.
+  [[gnu::always_inline]] void Room(size_t n) {
+    if (static_cast<size_t>(end_ - cursor_) < n) [[unlikely]]
+      Grow(n);
+  }
+  void Grow(size_t n) {
+    const size_t used = cursor_ == nullptr ? start_ : static_cast<size_t>(cursor_ - out_.data());
+    // Room doubles with what this writer has written, never with what `out` held before it.
+    out_.resize(used + std::max({n, kFirstRoom, used - start_}));
+    cursor_ = out_.data() + used;
+    end_ = out_.data() + out_.size();
+  }
+  [[gnu::always_inline]] void Byte(char c) {
+    Room(1);
+    *cursor_++ = c;
+  }
+  [[gnu::always_inline]] void Bytes(const char* data, size_t n) {
+    Room(n);
+    std::memcpy(cursor_, data, n);
+    cursor_ += n;
+  }
+  void Int(int64_t i) {
+    Room(20);
+    cursor_ = std::to_chars(cursor_, cursor_ + 20, i).ptr;
+  }
+  void Double(double d);
+  // The escape of `c`, a byte that needs one.
+  void Escape(unsigned char c);
+
+  std::string& out_;
+  size_t start_;  // where this writer began in `out`
+  char* cursor_ = nullptr;
+  char* end_ = nullptr;
+};
+
+void JsonWriter::Double(double d) {
+  if (!std::isfinite(d)) {
+    Bytes("null", 4);
+    return;
+  }
+  Room(34);
+  char* const begin = cursor_;
+  cursor_ = std::to_chars(cursor_, cursor_ + 32, d).ptr;
+  // An integral double keeps a ".0" so that it reads back as a double, not an int.
+  if (std::find_if(begin, cursor_, [](char c) { return c == '.' || c == 'e'; }) == cursor_) {
+    *cursor_++ = '.';
+    *cursor_++ = '0';
+  }
+}
+
+void JsonWriter::Escape(unsigned char c) {
   static constexpr char kHex[] = "0123456789abcdef";
-  out.push_back('"');
+  switch (c) {
+    case '"':
+      Bytes("\\\"", 2);
+      return;
+    case '\\':
+      Bytes("\\\\", 2);
+      return;
+    case '\n':
+      Bytes("\\n", 2);
+      return;
+    case '\r':
+      Bytes("\\r", 2);
+      return;
+    case '\t':
+      Bytes("\\t", 2);
+      return;
+    case '\b':
+      Bytes("\\b", 2);
+      return;
+    case '\f':
+      Bytes("\\f", 2);
+      return;
+    default: {
+      const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xf]};
+      Bytes(esc, 6);
+    }
+  }
+}
+
+void JsonWriter::String(std::string_view s) {
   const char* const data = s.data();
   const size_t size = s.size();
+  Byte('"');
   size_t run_start = 0;  // bytes [run_start, i) need no escape and are not yet copied
   size_t i = 0;
   while (i < size) {
-    // Skip a word at a time while nothing in it needs escaping (most strings, whole).
+#if defined(__SSE2__)
+    // Skip 16 bytes at a time while nothing in them needs escaping (most strings, whole).
+    if (i + 16 <= size) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i));
+      const __m128i control = _mm_cmpeq_epi8(_mm_max_epu8(bytes, _mm_set1_epi8(0x1f)),
+                                             _mm_set1_epi8(0x1f));  // bytes <= 0x1f
+      const __m128i quote = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('"'));
+      const __m128i backslash = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\'));
+      const int marks = _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash)));
+      if (marks == 0) {
+        i += 16;
+        continue;
+      }
+      i += static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(marks)));  // the first to escape
+    }
+#endif
+    // Skip a word at a time while nothing in it needs escaping.
     if (i + 8 <= size) {
       uint64_t word;
       std::memcpy(&word, data + i, 8);
@@ -351,98 +466,67 @@ void AppendJsonString(std::string& out, std::string_view s) {
     const unsigned char c = static_cast<unsigned char>(data[i]);
     ++i;
     if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(data + run_start, i - 1 - run_start);
+    Bytes(data + run_start, i - 1 - run_start);
     run_start = i;
-    switch (c) {
-      case '"':
-        out.append("\\\"");
-        break;
-      case '\\':
-        out.append("\\\\");
-        break;
-      case '\n':
-        out.append("\\n");
-        break;
-      case '\r':
-        out.append("\\r");
-        break;
-      case '\t':
-        out.append("\\t");
-        break;
-      case '\b':
-        out.append("\\b");
-        break;
-      case '\f':
-        out.append("\\f");
-        break;
-      default: {
-        char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xf]};
-        out.append(esc, 6);
-      }
-    }
+    Escape(c);
   }
-  out.append(data + run_start, size - run_start);
-  out.push_back('"');
+  Bytes(data + run_start, size - run_start);
+  Byte('"');
 }
 
-void Value::AppendJson(std::string& out) const {
-  switch (type()) {
-    case Type::kNull:
-      out.append("null");
+void JsonWriter::Value(const weir::Value& v) {
+  switch (v.type()) {
+    case weir::Value::Type::kNull:
+      Bytes("null", 4);
       return;
-    case Type::kBool:
-      out.append(as_bool() ? "true" : "false");
-      return;
-    case Type::kInt: {
-      char buf[24];
-      auto r = std::to_chars(buf, buf + sizeof buf, as_int());
-      out.append(buf, r.ptr);
-      return;
-    }
-    case Type::kDouble: {
-      double d = as_double();
-      if (!std::isfinite(d)) {
-        out.append("null");
-        return;
-      }
-      char buf[32];
-      auto r = std::to_chars(buf, buf + sizeof buf, d);
-      out.append(buf, r.ptr);
-      // An integral double keeps a ".0" so that it reads back as a double, not an int.
-      if (std::find_if(buf, r.ptr, [](char c) { return c == '.' || c == 'e'; }) == r.ptr) {
-        out.append(".0");
+    case weir::Value::Type::kBool:
+      if (v.as_bool()) {
+        Bytes("true", 4);
+      } else {
+        Bytes("false", 5);
       }
       return;
-    }
-    case Type::kString:
-      AppendJsonString(out, as_string());
+    case weir::Value::Type::kInt:
+      Int(v.as_int());
       return;
-    case Type::kArray: {
-      out.push_back('[');
+    case weir::Value::Type::kDouble:
+      Double(v.as_double());
+      return;
+    case weir::Value::Type::kString:
+      String(v.as_string());
+      return;
+    case weir::Value::Type::kArray: {
+      Byte('[');
       bool first = true;
-      for (const Value& item : as_array()) {
-        if (!first) out.push_back(',');
+      for (const weir::Value& item : v.as_array()) {
+        if (!first) Byte(',');
         first = false;
-        item.AppendJson(out);
+        Value(item);
       }
-      out.push_back(']');
+      Byte(']');
       return;
     }
-    case Type::kObject: {
-      out.push_back('{');
+    case weir::Value::Type::kObject: {
+      Byte('{');
       bool first = true;
-      for (const Member& m : as_object()) {
-        if (!first) out.push_back(',');
+      for (const weir::Value::Member& m : v.as_object()) {
+        if (!first) Byte(',');
         first = false;
-        AppendJsonString(out, m.first);
-        out.push_back(':');
-        m.second.AppendJson(out);
+        String(m.first);
+        Byte(':');
+        Value(m.second);
       }
-      out.push_back('}');
+      Byte('}');
       return;
     }
   }
 }
+
+}  // namespace
+
+void AppendJsonString(std::string& out, std::string_view s) { JsonWriter(out).String(s); }
+
+void Value::AppendJson(std::string& out) const { JsonWriter(out).Value(*this); }
 
 std::string Value::ToJson() const {
   std::string out;
