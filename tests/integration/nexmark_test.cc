@@ -2,6 +2,7 @@
 // the same events (the command compares the two and exits non-zero when they differ).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,36 @@ TEST(NexmarkLive, ALiveRunMeasuresLatencyAndStillGivesTheRightAnswer) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("verified=yes"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("p99_ms=-"), std::string::npos) << "no latency measured: " << r.out;
+}
+
+// The discard sink: the same pipelines with their results dropped; the rows discarded are as many
+// as DuckDB's rows, and nothing was written to the output topic.
+TEST(NexmarkDiscard, TheDiscardSinkDropsAsManyRowsAsDuckDbAnswers) {
+  for (const char* query : {"q0", "q2", "q5", "q11"}) {
+    TempDir dir;
+    CommandResult r = BenchNexmark(
+        dir, {"--query", query, "--events", "100000", "--grace-ms", "0", "--sink", "discard"});
+    EXPECT_EQ(r.exit_code, 0) << query << r.out << r.err;
+    EXPECT_NE(r.out.find("verified=count"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find(" rows=0 "), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "data" / "log" / "nexmark.out"))
+        << query << ": the discard sink wrote the output topic";
+  }
+}
+
+TEST(NexmarkDiscard, RefusedWhereRowsCannotBeCountedOrTimed) {
+  TempDir dir;
+  CommandResult q4 = BenchNexmark(dir, {"--query", "q4", "--events", "1000", "--sink", "discard"});
+  EXPECT_NE(q4.exit_code, 0);
+  EXPECT_NE(q4.err.find("q4 emits updates per key"), std::string::npos) << q4.err;
+  CommandResult live = BenchNexmark(
+      dir, {"--query", "q0", "--events", "1000", "--rate", "1000", "--sink", "discard"});
+  EXPECT_NE(live.exit_code, 0);
+  EXPECT_NE(live.err.find("drop --rate"), std::string::npos) << live.err;
+  CommandResult other = BenchNexmark(dir, {"--query", "q0", "--events", "1000", "--sink", "kafka"});
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.err.find("--sink is topic or discard, not 'kafka'"), std::string::npos)
+      << other.err;
 }
 
 TEST(NexmarkBench, AnUnknownQueryIsRefusedNamingTheKnownOnes) {
