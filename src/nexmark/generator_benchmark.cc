@@ -1,14 +1,16 @@
 // What one Nexmark event costs to make, and then to turn into what the engine carries: the
 // generator alone (EventAt, returning a new Event or writing into a reused one), with the Value
 // tree a record holds (a new one from ToValue, or a reused one rewritten by WriteValue), and
-// encoded as JSON (AppendJson). Issue 14's target for the generator alone is 10 M events/s per
-// core. Each case also reports its heap allocations per event (`allocs/event`).
+// encoded as JSON (Event::AppendJson; Value::AppendJson, as a topic sink writes a record). Issue
+// 14's target for the generator alone is 10 M events/s per core. Each case also reports its heap
+// allocations per event (`allocs/event`).
 //   build/src/nexmark/generator_benchmark --benchmark_repetitions=5
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/heap_counter.h"
 #include "nexmark/generator.h"
@@ -101,6 +103,25 @@ void BM_EventAtAppendJson(benchmark::State& state) {
   state.SetItemsProcessed(n);
 }
 BENCHMARK(BM_EventAtAppendJson);
+
+// What a topic sink's encoding costs: events' Value trees (made before the timed loop) written as
+// JSON by Value::AppendJson into a reused output buffer, as RecordBatchBuilder does.
+void BM_ValueAppendJson(benchmark::State& state) {
+  constexpr int64_t kValues = 1024;
+  std::vector<Value> values;
+  for (int64_t i = 0; i < kValues; ++i) values.push_back(Generator().EventAt(i).ToValue());
+  std::string out;
+  int64_t n = 0;
+  const AllocationsPerEvent meter;
+  for (auto _ : state) {
+    if (n % kValues == 0) out.clear();
+    values[n++ % kValues].AppendJson(out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  meter.Report(state, n);
+  state.SetItemsProcessed(n);
+}
+BENCHMARK(BM_ValueAppendJson);
 
 }  // namespace
 }  // namespace weir::nexmark
