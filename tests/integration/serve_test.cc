@@ -1,9 +1,11 @@
 // `weir serve` as a process: what it acknowledged to a WebSocket publisher survives kill -9, at
-// the acknowledged offsets, and a restarted server serves it to a subscriber.
+// the acknowledged offsets, and a restarted server serves it to a subscriber; a subscriber below
+// the log's retention is served from the topic's archive view, then the log, then live.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <atomic>
+#include <fstream>
 #include <mutex>
 #include <regex>
 #include <thread>
@@ -17,7 +19,11 @@ namespace weir {
 namespace {
 
 using namespace std::chrono_literals;
+using serve::testing::HttpClient;
+using serve::testing::JsonInt;
+using serve::testing::ParseMessage;
 using serve::testing::WsClient;
+using testing::RunCommand;
 using testing::Subprocess;
 using testing::TempDir;
 
@@ -149,6 +155,78 @@ TEST_F(ServeProcess, AcknowledgedPublishesSurviveKillNineAndAreServedAfterAResta
     auto message = subscriber.Read();
     ASSERT_TRUE(message) << subscriber.ending().reason;
     ASSERT_EQ(*message, "[" + std::to_string(i) + "," + log[i] + "]");
+  }
+  subscriber.Close();
+  server_->Kill(SIGTERM);
+  EXPECT_EQ(server_->Wait().exit_code, 0);
+}
+
+// Publishes `count` messages to partition 0 of `topic`, each acknowledged before the next.
+void PublishAcknowledged(uint16_t port, const std::string& topic, int64_t first, int64_t count) {
+  WsClient publisher(port, "/publish/" + topic);
+  for (int64_t n = first; n < first + count; ++n) {
+    publisher.Send(MessageOf(n));
+    auto ack = publisher.Read();
+    ASSERT_TRUE(ack) << publisher.ending().reason;
+    ASSERT_EQ(JsonInt(*ack, "first"), n) << *ack;
+  }
+  publisher.Close();
+}
+
+// The archive wired through `weir serve` (LakeService::ServeArchives): retention deletes what the
+// archive view holds, and a subscriber from offset 0 still gets every message once, in order.
+TEST_F(ServeProcess, ASubscriberBelowRetentionIsServedFromTheArchiveThenTheLogThenLive) {
+  {
+    log::LogOptions options;
+    options.dir = std::filesystem::path(data()) / "log";
+    auto store = log::LogStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    // Retention keeps nothing it may delete: only what the archive lacks and the active segment.
+    ASSERT_TRUE(
+        (*store)->CreateTopic("clicks", {.retention_bytes = 0, .segment_bytes = 4096}).ok());
+  }
+  const std::string views = dir_ / "views.yaml";
+  std::ofstream(views) << "views:\n  clicks_archive:\n    topic: clicks\n    archive: true\n"
+                          "    refresh: 100ms\n";
+  auto created = RunCommand({WEIR_BINARY, "views", "create", views, "--data-dir", data()},
+                            dir_.path().string());
+  ASSERT_EQ(created.exit_code, 0) << created.out << created.err;
+
+  const uint16_t port = StartServe();
+  ASSERT_NE(port, 0);
+  constexpr int64_t kMessages = 3000;  // ~60 segments of 4 KiB
+  PublishAcknowledged(port, "clicks", 0, kMessages);
+
+  // Retention runs every 10 s in `weir serve`; it deletes segments once the archive holds them.
+  int64_t first = 0;
+  const auto until = std::chrono::steady_clock::now() + serve::testing::kHangDeadline;
+  while (first == 0 && std::chrono::steady_clock::now() < until) {
+    auto topics = HttpClient(port).Request(serve::testing::http::verb::get, "/topics");
+    ASSERT_EQ(topics.status, 200) << topics.body;
+    first = JsonInt(topics.body, "first");
+    if (first == 0) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_GT(first, 0) << "retention deleted nothing: " << server_->StdoutSoFar();
+
+  WsClient subscriber(port, "/streams/clicks?offset=0");
+  auto greeting = subscriber.Read();
+  ASSERT_TRUE(greeting) << subscriber.ending().code << " " << subscriber.ending().reason;
+  EXPECT_EQ(JsonInt(*greeting, "start"), 0) << *greeting;
+  EXPECT_EQ(JsonInt(*greeting, "archive_first"), 0) << *greeting;
+  EXPECT_GT(JsonInt(*greeting, "first"), 0) << *greeting;
+  for (int64_t i = 0; i < kMessages; ++i) {
+    auto message = subscriber.Read();
+    ASSERT_TRUE(message) << "at " << i << ": " << subscriber.ending().reason;
+    const auto [offset, body] = ParseMessage(*message);
+    ASSERT_EQ(offset, i);
+    ASSERT_EQ(body, MessageOf(i));
+  }
+  // Then live: what is published now arrives after the catch-up, at the next offsets.
+  PublishAcknowledged(port, "clicks", kMessages, 10);
+  for (int64_t i = kMessages; i < kMessages + 10; ++i) {
+    auto message = subscriber.Read();
+    ASSERT_TRUE(message) << "at " << i << ": " << subscriber.ending().reason;
+    EXPECT_EQ(ParseMessage(*message), std::make_pair(i, MessageOf(i)));
   }
   subscriber.Close();
   server_->Kill(SIGTERM);
