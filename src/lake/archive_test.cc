@@ -141,6 +141,27 @@ TEST_F(ArchiveTest, RetentionNeverEvictsWhatTheArchiveLacks) {
   EXPECT_EQ(extent->end, 300);
 }
 
+// The view registered first, its topic created after (as a pipeline's output topic is, once the
+// run starts): retention holds the records from the first one, before the archive's first update.
+TEST_F(ArchiveTest, ATopicCreatedAfterItsArchiveViewIsHeldFromItsFirstRecord) {
+  ASSERT_TRUE(lake_->Register(ArchiveSpec("clicks_archive", "clicks")).ok());
+  log::Partition& p = Partition();
+  EXPECT_TRUE((*log_->GetTopic("clicks"))->archived());
+  Append(p, 200);
+  ASSERT_TRUE(p.EnforceRetention(std::chrono::system_clock::now()).ok());
+  EXPECT_EQ(p.FirstOffset(), Offset(0));
+  ASSERT_TRUE(lake_->Update("clicks_archive", true).ok());
+  auto read = ReadAll(0);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->size(), 200u);
+  // A topic no archive names is not held: the same retention empties it.
+  log::Partition& other = Partition("other");
+  EXPECT_FALSE((*log_->GetTopic("other"))->archived());
+  Append(other, 200);
+  ASSERT_TRUE(other.EnforceRetention(std::chrono::system_clock::now()).ok());
+  EXPECT_GT(other.FirstOffset(), Offset(0));
+}
+
 TEST_F(ArchiveTest, ARestartKeepsTheHoldAndTheLakeRaisesItAgain) {
   log::Partition* p = &Partition();
   ASSERT_TRUE(lake_->Register(ArchiveSpec("clicks_archive", "clicks")).ok());

@@ -140,7 +140,8 @@ class Lake {
   // Marks the archive view's topic archived in the log (its retention then keeps what the
   // archive lacks) and raises each partition's retention floor to the archive's committed end;
   // refreshes what ArchiveExtentOf answers. Update does this before and after materializing an
-  // archive view; OK for a view that is not an archive or whose topic does not exist yet.
+  // archive view; OK for a view that is not an archive. A topic that does not exist yet will be
+  // created archived (LogStore::ArchiveWhenCreated).
   Status HoldForArchive(std::string_view view);
   // What the archive of a topic partition holds, from memory (never touches DuckDB nor waits
   // for a commit): refreshed by HoldForArchive. nullopt: no archive, or nothing in it yet.

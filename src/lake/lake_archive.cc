@@ -27,8 +27,10 @@ std::string Where(std::string_view topic, int32_t partition) {
 Status Lake::HoldForArchive(std::string_view name) {
   std::optional<CatalogView> view = catalog_->GetView(name);
   if (!view || !view->spec.archive) return Status::OK();
+  // Declared before looking: a topic created between the two is born archived, never unheld.
+  log_.ArchiveWhenCreated(view->spec.topic);
   Result<log::Topic*> topic = log_.GetTopic(view->spec.topic);
-  if (!topic.ok()) return Status::OK();  // nothing to hold until the topic exists
+  if (!topic.ok()) return Status::OK();  // created archived, with nothing to raise yet
   WEIR_RETURN_IF_ERROR((*topic)->SetArchived(true));
   std::map<int32_t, ArchiveExtent> extents;
   for (const PartitionRecord& p : catalog_->LivePartitions(name)) {

@@ -1072,7 +1072,10 @@ Result<Topic*> LogStore::CreateTopicLocked(const std::string& name, const TopicC
   for (int32_t p = 0; p < config.partitions && s.ok(); ++p) {
     s = Partition::State::Materialize(tmp / std::to_string(p));
   }
-  if (s.ok()) s = ReplaceFileAtomically(tmp / kTopicFile, EncodeTopicJson(config, ""));
+  if (s.ok()) {
+    s = ReplaceFileAtomically(tmp / kTopicFile,
+                              EncodeTopicJson(config, "", archive_when_created_.contains(name)));
+  }
   if (s.ok() && ::rename(tmp.c_str(), dir.c_str()) != 0) s = FileError(errno, "renaming", tmp);
   if (s.ok()) s = SyncDirectory(options_.dir);
   if (!s.ok()) {
@@ -1096,6 +1099,11 @@ Result<Topic*> LogStore::GetOrCreateTopic(const std::string& name, const TopicCo
   auto it = topics_.find(name);
   if (it != topics_.end()) return it->second.get();
   return CreateTopicLocked(name, config);
+}
+
+void LogStore::ArchiveWhenCreated(const std::string& name) {
+  std::lock_guard lk(mu_);
+  archive_when_created_.insert(name);
 }
 
 Result<Topic*> LogStore::GetTopic(const std::string& name) {

@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -280,6 +281,11 @@ class LogStore {
   Result<Topic*> CreateTopic(const std::string& name, const TopicConfig& config);
   // The existing topic, or a new one with `config`.
   Result<Topic*> GetOrCreateTopic(const std::string& name, const TopicConfig& config);
+  // A topic of this name created from now on is born archived (Topic::SetArchived): retention
+  // holds its records from the first one, before anything raised its floors. A lake declares the
+  // topic of each archive view whose topic does not exist yet (at every open: not persisted
+  // here; a created topic's topic.json keeps "archived").
+  void ArchiveWhenCreated(const std::string& name);
   // kNotFound: "unknown topic 'x'" with the known topics listed.
   Result<Topic*> GetTopic(const std::string& name);
   std::vector<std::string> ListTopics() const;
@@ -312,8 +318,9 @@ class LogStore {
   std::vector<Partition*> LivePartitions();
 
   LogOptions options_;
-  mutable std::mutex mu_;  // guards topics_
+  mutable std::mutex mu_;  // guards topics_ and archive_when_created_
   std::map<std::string, std::unique_ptr<Topic>> topics_;
+  std::set<std::string, std::less<>> archive_when_created_;
   std::atomic<uint64_t> epoch_{0};
   std::mutex change_mu_;
   std::condition_variable change_cv_;

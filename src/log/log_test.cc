@@ -1251,6 +1251,28 @@ TEST(RetentionFloor, TheHoldSurvivesARestartBeforeTheArchiveRaisesIt) {
   EXPECT_EQ(ReadAll(p, first).size(), static_cast<size_t>(200 - first));
 }
 
+// Declared before it exists (a lake's archive view of a topic not yet created): the topic is born
+// archived, holds its records from the first, and stays archived after a restart; other topics
+// are not.
+TEST(RetentionFloor, ATopicDeclaredBeforeItIsCreatedIsBornArchived) {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(Options(dir.path()));
+    store->ArchiveWhenCreated("t");
+    Topic* topic = CreateOrDie(*store, "t", KeepNothing());
+    EXPECT_TRUE(topic->archived());
+    Partition& p = topic->partition(PartitionId(0));
+    EXPECT_EQ(p.RetentionFloor(), Offset(0));
+    AppendEachDurable(p, 100);
+    ASSERT_TRUE(p.EnforceRetention(std::chrono::system_clock::now()).ok());
+    EXPECT_EQ(p.FirstOffset(), Offset(0));
+    EXPECT_FALSE(CreateOrDie(*store, "u", KeepNothing())->archived());
+  }
+  auto store = OpenOrDie(Options(dir.path()));
+  EXPECT_TRUE((*store->GetTopic("t"))->archived());
+  EXPECT_FALSE((*store->GetTopic("u"))->archived());
+}
+
 TEST(RetentionFloor, UnarchivingRemovesTheFloorAndPersists) {
   TempDir dir;
   {
