@@ -204,6 +204,7 @@ Status Partition::State::Open(bool is_transactional) {
   size_bytes.store(total);
   written_end = end;
   written_end_atomic.store(end);
+  file_end = end;
   self->durable_end_.store(end);
   transactional.store(is_transactional);
 
@@ -349,14 +350,31 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
   {
     std::lock_guard lk(append_mu);
     if (!failure.ok()) return failure;
-    if (pending_count == 0) return Status::OK();
-    flushing.swap(pending);
-    count = pending_count;
-    pending_count = 0;
-    pending_bytes = 0;
-    base = written_end - count;
+    if (pending_count == 0) {
+      if (file_end <= self->durable_end_.load(std::memory_order_relaxed)) return Status::OK();
+      count = 0;  // only records written ahead: the fsync makes them durable
+      base = file_end;
+    } else {
+      flushing.swap(pending);
+      count = pending_count;
+      pending_count = 0;
+      pending_bytes = 0;
+      base = written_end - count;
+    }
   }
   durable_cv.notify_all();  // appenders held back by a full pending buffer
+
+  if (count == 0) {
+    std::shared_ptr<Segment> active;
+    {
+      std::lock_guard lk(index_mu);
+      active = segments.back();  // rolls fsync the segments before it: only it can be unsynced
+    }
+    Status status = sync ? SyncFile(active->fd(), active->path()) : Status::OK();
+    if (!status.ok()) return UndoWrite({}, status, self->durable_end_.load());
+    PublishDurable(base, visible_limit);
+    return Status::OK();
+  }
 
   const std::vector<PlannedBatch> planned = PlanBatches();
   int64_t planned_count = 0;
@@ -366,7 +384,36 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
   std::vector<SegmentRun> runs;
   Status status = WriteRuns(planned, base, sync, runs);
   if (!status.ok()) status = UndoWrite(runs, status, base);
-  if (status.ok()) PublishWrite(runs, base + count, visible_limit);
+  if (status.ok()) {
+    IndexWrite(runs);
+    PublishDurable(base + count, visible_limit);
+  }
+  store->chunk_pool_->Recycle(flushing);
+  return status;
+}
+
+Status Partition::State::WriteAheadLocked() {
+  if (deleted_atomic.load()) return Status::OK();
+  int64_t base, count;
+  {
+    std::lock_guard lk(append_mu);
+    if (!failure.ok()) return failure;
+    if (pending_bytes < store->options().group_commit_bytes) return Status::OK();
+    flushing.swap(pending);
+    count = pending_count;
+    pending_count = 0;
+    pending_bytes = 0;
+    base = written_end - count;
+  }
+  const std::vector<PlannedBatch> planned = PlanBatches();
+  std::vector<SegmentRun> runs;
+  Status status = WriteRuns(planned, base, /*sync=*/false, runs);
+  if (!status.ok()) status = UndoWrite(runs, status, self->durable_end_.load());
+  if (status.ok()) {
+    IndexWrite(runs);
+    std::lock_guard lk(append_mu);
+    file_end = base + count;
+  }
   store->chunk_pool_->Recycle(flushing);
   return status;
 }
@@ -469,8 +516,7 @@ Status Partition::State::UndoWrite(const std::vector<SegmentRun>& runs, const St
   return result;
 }
 
-void Partition::State::PublishWrite(const std::vector<SegmentRun>& runs, int64_t new_end,
-                                    int64_t visible_limit) {
+void Partition::State::IndexWrite(const std::vector<SegmentRun>& runs) {
   int64_t written_bytes = 0;
   {
     std::lock_guard lk(index_mu);
@@ -482,9 +528,13 @@ void Partition::State::PublishWrite(const std::vector<SegmentRun>& runs, int64_t
     }
   }
   size_bytes.fetch_add(written_bytes, std::memory_order_relaxed);
+}
+
+void Partition::State::PublishDurable(int64_t new_end, int64_t visible_limit) {
   bool visible_moved = false;
   {
     std::lock_guard lk(append_mu);
+    file_end = new_end;
     self->durable_end_.store(new_end, std::memory_order_release);
     const int64_t visible = std::min(new_end, visible_limit);
     if (visible > self->visible_end_.load(std::memory_order_relaxed)) {
@@ -634,7 +684,11 @@ Result<Offset> Partition::Append(const RecordBatchBuilder& batch, Durability dur
     if (!waiter.status.ok()) return waiter.status;
     return Offset(base);
   }
-  if (is_transactional) return Offset(base);  // the owner's Flush writes it
+  if (is_transactional) {
+    // The owner's Flush writes it; past group_commit_bytes the committer writes ahead.
+    if (urgent) st.store->WakeCommitter(/*urgent=*/true);
+    return Offset(base);
+  }
 
   if (durability != Durability::kNoWait) urgent = true;
   if (wake || urgent) st.store->WakeCommitter(urgent);
@@ -788,6 +842,7 @@ bool Partition::State::MoveEndsBackTo(int64_t end) {
     ClearPending();
     written_end = end;
     written_end_atomic.store(end, std::memory_order_release);
+    file_end = std::min(file_end, end);
     if (self->NextOffset().value() > end) {
       self->visible_end_.store(end, std::memory_order_release);
       visible_moved = true;
@@ -1214,6 +1269,13 @@ void LogStore::CommitterLoop() {
     lk.unlock();
     for (Partition* p : LivePartitions()) {
       Partition::State& st = *p->state_;
+      if (st.transactional.load(std::memory_order_relaxed) &&
+          !st.failed.load(std::memory_order_acquire)) {
+        // Unless its owner is writing (a Flush, TruncateTo): then there is nothing to do.
+        std::unique_lock io(st.io_mu, std::try_to_lock);
+        if (io.owns_lock()) (void)st.WriteAheadLocked();  // a failure stays in the partition
+        continue;
+      }
       if (st.transactional.load(std::memory_order_relaxed) ||
           st.failed.load(std::memory_order_acquire) ||
           st.written_end_atomic.load(std::memory_order_acquire) <= p->DurableEnd().value()) {

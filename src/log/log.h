@@ -17,10 +17,12 @@
 //     pending bytes and fsyncs every `group_commit_interval` (or sooner when a writer waits),
 //     then makes them visible. Append(..., kWaitDurable) returns once the records are durable.
 //   - Transactional: the topic is owned by an application (ClaimForTransactions) whose
-//     checkpoint decides what is committed. The group committer never touches it; the owner
-//     calls Flush() (write + fsync) at a checkpoint, then Publish(end) once the checkpoint is
-//     committed, and TruncateTo(end) on recovery to discard what the crashed run wrote after its
-//     last committed checkpoint. Appends by anyone else are refused.
+//     checkpoint decides what is committed. The owner calls Flush() (write + fsync) at a
+//     checkpoint, then Publish(end) once the checkpoint is committed, and TruncateTo(end) on
+//     recovery to discard what the crashed run wrote after its last committed checkpoint.
+//     Appends by anyone else are refused. The group committer only writes its records ahead
+//     once group_commit_bytes are pending: to the files, not fsynced, neither durable nor
+//     visible, so that a checkpoint interval of output is not all held in memory.
 //
 // Threads: every method of LogStore, Topic and Partition is thread-safe. Appends to one
 // partition serialize on that partition's mutex (held for a memcpy, never for I/O). A
@@ -259,7 +261,8 @@ struct LogOptions {
   std::filesystem::path dir;
   FsyncPolicy fsync = FsyncPolicy::kGroup;
   std::chrono::microseconds group_commit_interval{2000};
-  // Plain partitions' pending bytes that make the committer flush before the interval ends.
+  // Plain partitions' pending bytes that make the committer flush before the interval ends,
+  // and transactional partitions' that make it write them ahead of their owner's Flush.
   size_t group_commit_bytes = 4 << 20;
   // How often the committer thread enforces retention.
   std::chrono::milliseconds retention_check_interval{10000};

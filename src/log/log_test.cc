@@ -528,6 +528,89 @@ class Transactional : public ::testing::Test {
   Topic* topic_ = nullptr;
 };
 
+// A batch of `n` records tagged prefix0.., as one Append (so the committer finds it all pending).
+RecordBatchBuilder Records(int n, const std::string& prefix) {
+  RecordBatchBuilder b;
+  for (int i = 0; i < n; ++i) {
+    const std::string tag = prefix + std::to_string(i);
+    b.AddRaw(EventTime(1000), KeySerde::kString, tag, ValueFor(tag));
+  }
+  return b;
+}
+
+// Past group_commit_bytes pending, the committer writes a transactional partition's records
+// to its files ahead of the owner's Flush, invisible and not durable; a Flush with nothing left
+// pending makes them durable (the fsync alone), a TruncateTo removes them, and a reopen without
+// Publish does not show them.
+class TransactionalWriteAhead : public Transactional {
+ protected:
+  void SetUp() override {
+    Transactional::SetUp();
+    ReopenWithSmallGroups();
+  }
+  void ReopenWithSmallGroups() {
+    store_.reset();
+    LogOptions options = Options(dir_.path());
+    options.group_commit_bytes = 4096;
+    store_ = OpenOrDie(options);
+    topic_ = *store_->GetTopic("out");
+  }
+  // Appends `n` records in one batch and waits until the committer has written them ahead.
+  void AppendWrittenAhead(int n, const std::string& prefix) {
+    const int64_t before = p().SizeBytes();
+    ASSERT_TRUE(p().Append(Records(n, prefix), Durability::kNoWait, "app").ok());
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (p().SizeBytes() < before + n * 100 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_GE(p().SizeBytes(), before + n * 100) << "the committer wrote nothing ahead";
+  }
+};
+
+TEST_F(TransactionalWriteAhead, RecordsWrittenAheadStayInvisibleAndNotDurableUntilFlush) {
+  AppendWrittenAhead(100, "a");
+  EXPECT_EQ(p().WrittenEnd(), Offset(100));
+  EXPECT_EQ(p().DurableEnd(), Offset(0));
+  EXPECT_EQ(p().NextOffset(), Offset(0));
+  EXPECT_TRUE(ReadAll(p()).empty());
+  auto flushed = p().Flush("app");  // nothing pending: the fsync makes them durable
+  ASSERT_TRUE(flushed.ok()) << flushed.status().ToString();
+  EXPECT_EQ(*flushed, Offset(100));
+  ASSERT_TRUE(p().Publish(Offset(100), "app").ok());
+  auto records = ReadAll(p());
+  ASSERT_EQ(records.size(), 100u);
+  EXPECT_EQ(records[42], std::make_pair(int64_t{42}, ValueFor("a42")));
+  // Written ahead, then more pending: one Flush writes the rest and covers both.
+  AppendWrittenAhead(100, "b");
+  AppendN(p(), 3, "c", "app");
+  flushed = p().Flush("app");
+  ASSERT_TRUE(flushed.ok());
+  EXPECT_EQ(*flushed, Offset(203));
+  ASSERT_TRUE(p().Publish(Offset(203), "app").ok());
+  EXPECT_EQ(ReadAll(p()).size(), 203u);
+}
+
+TEST_F(TransactionalWriteAhead, TruncateToAndAReopenWithoutPublishDropRecordsWrittenAhead) {
+  AppendN(p(), 10, "a", "app");
+  ASSERT_TRUE(p().Flush("app").ok());
+  ASSERT_TRUE(p().Publish(Offset(10), "app").ok());
+  AppendWrittenAhead(100, "x");
+  ASSERT_TRUE(p().TruncateTo(Offset(10), "app").ok());  // a recovery to the last checkpoint
+  EXPECT_EQ(p().WrittenEnd(), Offset(10));
+  AppendN(p(), 5, "c", "app");
+  ASSERT_TRUE(p().Flush("app").ok());
+  ASSERT_TRUE(p().Publish(Offset(15), "app").ok());
+  auto records = ReadAll(p());
+  ASSERT_EQ(records.size(), 15u);
+  EXPECT_EQ(records[10].second, ValueFor("c0"));
+  AppendWrittenAhead(100, "y");  // never flushed nor published
+  ReopenWithSmallGroups();
+  EXPECT_EQ(p().NextOffset(), Offset(15));
+  records = ReadAll(p());
+  ASSERT_EQ(records.size(), 15u);
+  EXPECT_EQ(records[14].second, ValueFor("c4"));
+}
+
 TEST_F(Transactional, AppendsStayInvisibleUntilPublish) {
   AppendN(p(), 5, "r", "app");
   auto durable = p().Flush("app");

@@ -82,10 +82,18 @@ struct Partition::State {
 
   // Writes the pending records as batches (rolling segments as needed), fsyncs when `sync`,
   // and advances the durable end; the visible end becomes min(new durable end, visible_limit)
-  // if that is higher. On failure the files are cut back to their last good size, every
+  // if that is higher. Records written ahead (WriteAheadLocked) and not yet durable are made
+  // durable too, by the fsync alone when nothing is pending. On failure the files are cut back to their last good size, every
   // record not yet durable is discarded, the partition fails (`failure`, for good) and waiters
   // get the error. Returns `failure` at once if the partition has failed. REQUIRES: io_mu held.
   Status WritePendingLocked(bool sync, int64_t visible_limit);
+  // A transactional partition's pending records written to the files ahead of its owner's
+  // Flush, without an fsync and without moving the durable or visible end (so no waiter is
+  // released and no reader sees them): what bounds the memory a checkpoint interval of output
+  // would hold. The owner's Flush makes them durable, TruncateTo removes them, and a reopen
+  // keeps only what the committed file says is visible. Nothing if fewer than
+  // group_commit_bytes are pending. REQUIRES: io_mu held.
+  Status WriteAheadLocked();
   // WritePendingLocked's steps, in its order. REQUIRES: io_mu held (each).
   //
   // A batch to write: whole records of one pending chunk. One batch per chunk, except that a
@@ -108,15 +116,17 @@ struct Partition::State {
   std::vector<PlannedBatch> PlanBatches() const;  // of `flushing`
   // Writes the batches from offset `base` on, rolling segments as needed (an old segment is
   // fsynced before its successor gets data), fsyncing the last when `sync`. `runs` holds what
-  // was (or was being) written, for UndoWrite or PublishWrite.
+  // was (or was being) written, for UndoWrite or IndexWrite.
   Status WriteRuns(const std::vector<PlannedBatch>& planned, int64_t base, bool sync,
                    std::vector<SegmentRun>& runs);
   // After a failed write: cuts the files back, fails the partition with `status` (records from
   // `base` on lost) and the waiters with it; returns the partition's failure.
   Status UndoWrite(const std::vector<SegmentRun>& runs, const Status& status, int64_t base);
-  // After a durable write: adds the batches to the segment indexes and the new segments to the
-  // list, then moves the durable end to `new_end` and the visible end as WritePendingLocked says.
-  void PublishWrite(const std::vector<SegmentRun>& runs, int64_t new_end, int64_t visible_limit);
+  // After a write: adds the batches to the segment indexes and the new segments to the list.
+  void IndexWrite(const std::vector<SegmentRun>& runs);
+  // Once records up to `new_end` are durable: moves the durable end there and the visible end
+  // as WritePendingLocked says, and releases the waiters.
+  void PublishDurable(int64_t new_end, int64_t visible_limit);
   // TruncateTo's steps, in its order, after it has checked `end`. REQUIRES: io_mu held (each).
   //
   // When only pending records go (end >= written_end - pending_count): drops them, with no file
@@ -183,6 +193,9 @@ struct Partition::State {
   size_t pending_bytes = 0;
   int64_t pending_count = 0;
   int64_t written_end = 0;
+  // The end of what the files hold (written ahead of a transactional Flush, or durable): at or
+  // above the durable end, at or below written_end - pending_count.
+  int64_t file_end = 0;
   std::string owner;  // empty for a plain partition
   bool deleted = false;
   std::vector<DurableWaiter*> waiters;
