@@ -49,10 +49,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>

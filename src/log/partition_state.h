@@ -83,9 +83,10 @@ struct Partition::State {
   // Writes the pending records as batches (rolling segments as needed), fsyncs when `sync`,
   // and advances the durable end; the visible end becomes min(new durable end, visible_limit)
   // if that is higher. Records written ahead (WriteAheadLocked) and not yet durable are made
-  // durable too, by the fsync alone when nothing is pending. On failure the files are cut back to their last good size, every
-  // record not yet durable is discarded, the partition fails (`failure`, for good) and waiters
-  // get the error. Returns `failure` at once if the partition has failed. REQUIRES: io_mu held.
+  // durable too, by the fsync alone when nothing is pending. On failure the files are cut back to
+  // their last good size, every record not yet durable is discarded, the partition fails
+  // (`failure`, for good) and waiters get the error. Returns `failure` at once if the partition has
+  // failed. REQUIRES: io_mu held.
   Status WritePendingLocked(bool sync, int64_t visible_limit);
   // A transactional partition's pending records written to the files ahead of its owner's
   // Flush, without an fsync and without moving the durable or visible end (so no waiter is
