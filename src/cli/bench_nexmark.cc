@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -187,13 +188,14 @@ double Percentile(std::vector<double>& v, double q) {
 struct WeirOutput {
   Answer answer;
   std::vector<double> latencies;
-  bool discarded = false;
-  int64_t discarded_rows = 0;
+  std::optional<int64_t> discarded_rows;  // set with the discard sink
 
-  size_t rows() const { return discarded ? static_cast<size_t>(discarded_rows) : answer.size(); }
+  size_t rows() const {
+    return discarded_rows ? static_cast<size_t>(*discarded_rows) : answer.size();
+  }
   // Empty if the answer is DuckDB's (with the discard sink: as many rows); else what differs.
   std::string Diff(Answer& expected) {
-    if (!discarded) return answer.Diff(expected);
+    if (!discarded_rows) return answer.Diff(expected);
     if (rows() == expected.size()) return "";
     return "Weir discarded " + std::to_string(rows()) + " rows, DuckDB answered " +
            std::to_string(expected.size());
@@ -301,8 +303,8 @@ void PrintNexmark(const BenchArgs& args, const RunSummary& summary,
       "  DuckDB batch: %.0f events/s per core (%.2f s wall, %.2f s CPU; loading took "
       "%.1f s); Weir per core / DuckDB per core: %.2fx\n",
       duckdb_rate, duckdb_wall, duckdb_cpu, load_seconds, weir_rate / duckdb_rate);
-  const char* same = weir.discarded ? "as many as DuckDB's (discarded: counted, not compared)"
-                                    : "equal to DuckDB's";
+  const char* same = weir.discarded_rows ? "as many as DuckDB's (discarded: counted, not compared)"
+                                         : "equal to DuckDB's";
   std::printf("  check: %zu rows, %s\n", weir.rows(),
               diff.empty() ? same : ("DIFFERENT: " + diff).c_str());
   std::printf(
@@ -311,7 +313,7 @@ void PrintNexmark(const BenchArgs& args, const RunSummary& summary,
       "duckdb_events_per_cpu_s=%.0f ratio_to_duckdb=%.2f peak_rss_mib=%.0f allocs_per_event=%s "
       "p50_ms=%s p99_ms=%s wall_s=%.2f late=%lld\n",
       args.query.c_str(), static_cast<long long>(args.records), Figure(args.rate, "%.0f").c_str(),
-      !diff.empty() ? "no" : (weir.discarded ? "count" : "yes"), weir.rows(), weir_rate,
+      !diff.empty() ? "no" : (weir.discarded_rows ? "count" : "yes"), weir.rows(), weir_rate,
       generator_rate, Figure(pipeline_rate, "%.0f").c_str(), duckdb_rate, weir_rate / duckdb_rate,
       summary.peak_rss_bytes / 1048576.0, allocations_per_event.c_str(),
       Figure(p50, "%.1f").c_str(), Figure(p99, "%.1f").c_str(), summary.wall_seconds,
@@ -381,7 +383,6 @@ int BenchNexmark(const BenchArgs& args) {
 
   Result<WeirOutput> weir = WeirOutput{};
   if (query_options.discard_output) {
-    weir->discarded = true;
     weir->discarded_rows = summary->records_out;
   } else {
     weir = ReadWeirOutput(args, *query, query_options, generator, arrivals, dir.path());

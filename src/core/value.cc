@@ -332,7 +332,6 @@ bool WordNeedsEscape(uint64_t word) {
   return control || has_zero_byte(word ^ (kOnes * '"')) || has_zero_byte(word ^ (kOnes * '\\'));
 }
 
-
 // Writes JSON at the end of a std::string through a raw cursor. Room is made ahead (the string
 // grows past what is written, then is cut back to it when the writer goes), so that a byte
 // written is a store: std::string's push_back and append are calls (libstdc++ instantiates
@@ -401,33 +400,15 @@ void JsonWriter::Double(double d) {
 }
 
 void JsonWriter::Escape(unsigned char c) {
+  static constexpr std::string_view kShort = "\"\\\n\r\t\b\f";  // written as \ + kLetter
+  static constexpr std::string_view kLetter = "\"\\nrtbf";
   static constexpr char kHex[] = "0123456789abcdef";
-  switch (c) {
-    case '"':
-      Bytes("\\\"", 2);
-      return;
-    case '\\':
-      Bytes("\\\\", 2);
-      return;
-    case '\n':
-      Bytes("\\n", 2);
-      return;
-    case '\r':
-      Bytes("\\r", 2);
-      return;
-    case '\t':
-      Bytes("\\t", 2);
-      return;
-    case '\b':
-      Bytes("\\b", 2);
-      return;
-    case '\f':
-      Bytes("\\f", 2);
-      return;
-    default: {
-      const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xf]};
-      Bytes(esc, 6);
-    }
+  if (const size_t at = kShort.find(static_cast<char>(c)); at != std::string_view::npos) {
+    const char esc[2] = {'\\', kLetter[at]};
+    Bytes(esc, 2);
+  } else {
+    const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xf]};
+    Bytes(esc, 6);
   }
 }
 

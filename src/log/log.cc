@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "core/coding.h"
 #include "core/names.h"
@@ -355,11 +356,7 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
       count = 0;  // only records written ahead: the fsync makes them durable
       base = file_end;
     } else {
-      flushing.swap(pending);
-      count = pending_count;
-      pending_count = 0;
-      pending_bytes = 0;
-      base = written_end - count;
+      std::tie(base, count) = TakePending();
     }
   }
   durable_cv.notify_all();  // appenders held back by a full pending buffer
@@ -376,20 +373,9 @@ Status Partition::State::WritePendingLocked(bool sync, int64_t visible_limit) {
     return Status::OK();
   }
 
-  const std::vector<PlannedBatch> planned = PlanBatches();
-  int64_t planned_count = 0;
-  for (const PlannedBatch& b : planned) planned_count += b.count;
-  WEIR_CHECK(planned_count == count, "pending record count does not match the pending bytes");
-
-  std::vector<SegmentRun> runs;
-  Status status = WriteRuns(planned, base, sync, runs);
-  if (!status.ok()) status = UndoWrite(runs, status, base);
-  if (status.ok()) {
-    IndexWrite(runs);
-    PublishDurable(base + count, visible_limit);
-  }
-  store->chunk_pool_->Recycle(flushing);
-  return status;
+  WEIR_RETURN_IF_ERROR(WriteFlushing(base, count, sync));
+  PublishDurable(base + count, visible_limit);
+  return Status::OK();
 }
 
 Status Partition::State::WriteAheadLocked() {
@@ -399,21 +385,33 @@ Status Partition::State::WriteAheadLocked() {
     std::lock_guard lk(append_mu);
     if (!failure.ok()) return failure;
     if (pending_bytes < store->options().group_commit_bytes) return Status::OK();
-    flushing.swap(pending);
-    count = pending_count;
-    pending_count = 0;
-    pending_bytes = 0;
-    base = written_end - count;
+    std::tie(base, count) = TakePending();
   }
+  WEIR_RETURN_IF_ERROR(WriteFlushing(base, count, /*sync=*/false));
+  std::lock_guard lk(append_mu);
+  file_end = base + count;
+  return Status::OK();
+}
+
+std::pair<int64_t, int64_t> Partition::State::TakePending() {
+  flushing.swap(pending);
+  const int64_t count = pending_count;
+  pending_count = 0;
+  pending_bytes = 0;
+  return {written_end - count, count};
+}
+
+Status Partition::State::WriteFlushing(int64_t base, int64_t count, bool sync) {
   const std::vector<PlannedBatch> planned = PlanBatches();
+  int64_t planned_count = 0;
+  for (const PlannedBatch& b : planned) planned_count += b.count;
+  WEIR_CHECK(planned_count == count, "pending record count does not match the pending bytes");
+
   std::vector<SegmentRun> runs;
-  Status status = WriteRuns(planned, base, /*sync=*/false, runs);
+  Status status = WriteRuns(planned, base, sync, runs);
+  // Every record past the durable end is lost then, those written ahead included.
   if (!status.ok()) status = UndoWrite(runs, status, self->durable_end_.load());
-  if (status.ok()) {
-    IndexWrite(runs);
-    std::lock_guard lk(append_mu);
-    file_end = base + count;
-  }
+  if (status.ok()) IndexWrite(runs);
   store->chunk_pool_->Recycle(flushing);
   return status;
 }

@@ -95,6 +95,12 @@ struct Partition::State {
   // keeps only what the committed file says is visible. Nothing if fewer than
   // group_commit_bytes are pending. REQUIRES: io_mu held.
   Status WriteAheadLocked();
+  // Their shared steps. TakePending moves the pending records to `flushing` and returns their
+  // base offset and count (REQUIRES: append_mu held too); WriteFlushing writes them from `base`
+  // (fsyncing the last segment when `sync`), then indexes them, or on failure cuts the files
+  // back and fails the partition (UndoWrite); it recycles the chunks either way.
+  std::pair<int64_t, int64_t> TakePending();
+  Status WriteFlushing(int64_t base, int64_t count, bool sync);
   // WritePendingLocked's steps, in its order. REQUIRES: io_mu held (each).
   //
   // A batch to write: whole records of one pending chunk. One batch per chunk, except that a
