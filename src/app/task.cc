@@ -206,8 +206,10 @@ Result<bool> Task::RunBatch() {
 
 Result<bool> Task::ProcessInputs(bool& all_ended) {
   const size_t n = inputs_.size();
-  std::vector<bool> polled(n, false);
-  std::vector<bool> idle(n, false);
+  std::vector<bool>& polled = polled_inputs_;
+  std::vector<bool>& idle = idle_inputs_;
+  polled.assign(n, false);
+  idle.assign(n, false);
   size_t processed = 0;
   while (processed < kBatchRecords) {
     // Refill every input whose batch is used up. With several inputs, one already refilled in
@@ -538,7 +540,9 @@ Status Task::RestorePendingMarks(std::string_view saved) {
 
 Status Task::FlushOutputs() {
   for (auto& [name, writer] : topic_writers_) {
-    WEIR_RETURN_IF_ERROR(writer->Flush().WithContext("writing topic " + name));
+    if (Status flushed = writer->Flush(); !flushed.ok()) {
+      return flushed.WithContext("writing topic " + name);
+    }
   }
   for (auto& [path, writer] : line_writers_) {
     WEIR_RETURN_IF_ERROR(writer->Flush());

@@ -168,6 +168,9 @@ class Task : public dataflow::TaskContext {
   const std::chrono::milliseconds injected_delay_;  // WEIR_SLOW_TASKS (core/fault_injection.h)
   std::unique_ptr<state::TaskStore> store_;
   std::vector<Input> inputs_;
+  // ProcessInputs' per-input flags, kept so that a batch allocates nothing.
+  std::vector<bool> polled_inputs_;
+  std::vector<bool> idle_inputs_;
   std::vector<std::unique_ptr<dataflow::Operator>> operators_;
   // The record being processed.
   int32_t current_input_ = 0;

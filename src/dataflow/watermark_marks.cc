@@ -15,13 +15,16 @@ void AppendWatermarkMark(log::RecordBatchBuilder& batch, std::string_view produc
 Result<std::optional<WatermarkMark>> DecodeWatermarkMark(const log::StoredRecord& stored) {
   // Ordinary records of a repartition topic have no headers unless their source's had some.
   if (stored.header_count != 1) return std::optional<WatermarkMark>();
-  WEIR_ASSIGN_OR_RETURN(std::vector<Header> headers, stored.DecodeHeaders());
-  if (headers[0].name != kWatermarkHeader) return std::optional<WatermarkMark>();
-  const std::string& text = headers[0].value;
+  std::string_view name, text;
+  WEIR_RETURN_IF_ERROR(stored.VisitHeaders([&](std::string_view n, std::string_view v) {
+    name = n;
+    text = v;
+  }));
+  if (name != kWatermarkHeader) return std::optional<WatermarkMark>();
   auto value = ParseInt64(text, "watermark");
   if (!value.ok() || stored.key_serde != KeySerde::kString || stored.key.empty() ||
       !stored.value.empty()) {
-    return Status::Corruption("malformed watermark mark (header '" + text + "')");
+    return Status::Corruption("malformed watermark mark (header '" + std::string(text) + "')");
   }
   return std::optional<WatermarkMark>(WatermarkMark{stored.key, Watermark(*value)});
 }

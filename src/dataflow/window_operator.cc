@@ -5,11 +5,15 @@
 // (end, key, start) over all open windows, kept as windows are created and removed and rebuilt
 // from the store when the task opens. A sweep looks at the index's first entry (O(1) when
 // nothing is due) and removes what is due (O(log n) each), so expiry never scans open windows.
+// The index is a binary heap in one vector: adding a window allocates nothing once the vector has
+// grown to the number of open windows (a tree set made a node per window).
 #include "dataflow/window_operator.h"
 
 #include <algorithm>
-#include <set>
+#include <functional>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "dataflow/late_output.h"
 #include "dataflow/user_function.h"
@@ -35,6 +39,33 @@ struct IndexEntry {
   std::string key;  // the encoded message key (its state key)
   int64_t start;
   friend auto operator<=>(const IndexEntry&, const IndexEntry&) = default;
+};
+
+// The open windows' entries, smallest (end, key, start) first: a min-heap over a vector whose
+// capacity is kept, so entries come and go without allocating (a key's bytes past the string's
+// inline capacity aside). An entry added twice is handed out once, as a set would.
+class DueIndex {
+ public:
+  bool empty() const { return heap_.empty(); }
+  const IndexEntry& first() const { return heap_.front(); }
+  void Add(IndexEntry entry) {
+    heap_.push_back(std::move(entry));
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+  }
+  // Removes and returns first(), with any copies of it.
+  IndexEntry TakeFirst() {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    IndexEntry taken = std::move(heap_.back());
+    heap_.pop_back();
+    while (!heap_.empty() && heap_.front() == taken) {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      heap_.pop_back();
+    }
+    return taken;
+  }
+
+ private:
+  std::vector<IndexEntry> heap_;
 };
 
 class WindowOperator : public Operator {
@@ -67,7 +98,7 @@ class WindowOperator : public Operator {
         return false;
       }
       for (size_t i = 0; i < ks->windows(); ++i) {
-        index_.insert({ks->end(i), std::string(key), ks->start(i)});
+        index_.Add({ks->end(i), std::string(key), ks->start(i)});
       }
       return true;
     }));
@@ -134,7 +165,7 @@ class WindowOperator : public Operator {
         bool start_known =
             std::any_of(outcome_.removed.begin(), outcome_.removed.end(),
                         [&](const window::WindowSpan& r) { return r.start == c.start; });
-        if (!start_known) index_.insert({c.end, state_key_, c.start});
+        if (!start_known) index_.Add({c.end, state_key_, c.start});
       }
       if (key.empty()) store_.Delete(state_key_);  // the partition's bounds cover its lateness
       Sweep();  // windows this event made and that are closed already (sliding)
@@ -183,8 +214,8 @@ class WindowOperator : public Operator {
   // it makes a window, not each time it extends one.
   void Sweep() {
     ctx_.CountExpiryVisits(1);  // the index's first entry: due or not
-    while (!index_.empty() && partition_bounds_.Closes(index_.begin()->end)) {
-      IndexEntry due = std::move(index_.extract(index_.begin()).value());
+    while (!index_.empty() && partition_bounds_.Closes(index_.first().end)) {
+      IndexEntry due = index_.TakeFirst();
       ctx_.CountExpiryVisits(1);
       auto state = store_.Get(due.key);
       if (!state.ok()) return Fail(state.status());
@@ -197,7 +228,7 @@ class WindowOperator : public Operator {
       size_t i = key.LowerBound(due.start);
       if (i == key.windows() || key.start(i) != due.start) continue;  // gone
       if (!partition_bounds_.Closes(key.end(i))) {
-        index_.insert({key.end(i), std::move(due.key), due.start});  // grew: not due yet
+        index_.Add({key.end(i), std::move(due.key), due.start});  // grew: not due yet
         continue;
       }
       closed_.clear();
@@ -274,7 +305,7 @@ class WindowOperator : public Operator {
   Value undo_;  // the key's windows before a record is added, when user code runs
   Bounds partition_bounds_;
   Bounds saved_bounds_;
-  std::set<IndexEntry> index_;
+  DueIndex index_;
   std::string state_key_;
   AddOutcome outcome_;
   std::vector<WindowValue> closed_;

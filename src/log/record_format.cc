@@ -36,20 +36,20 @@ Result<Key> StoredRecord::DecodeKey() const {
 Result<std::vector<Header>> StoredRecord::DecodeHeaders() const {
   std::vector<Header> out;
   out.reserve(std::min<size_t>(header_count, headers.size() / 2));
-  std::string_view in = headers;
-  for (uint32_t i = 0; i < header_count; ++i) {
-    std::string_view name, value;
-    if (!coding::GetLengthPrefixed(in, name) || !coding::GetLengthPrefixed(in, value)) {
-      return Status::Corruption("record at offset " + std::to_string(offset.value()) +
-                                " has malformed headers");
-    }
+  WEIR_RETURN_IF_ERROR(VisitHeaders([&](std::string_view name, std::string_view value) {
     out.push_back(Header{std::string(name), std::string(value)});
-  }
-  if (!in.empty()) {
-    return Status::Corruption("record at offset " + std::to_string(offset.value()) +
-                              " has bytes after its headers");
-  }
+  }));
   return out;
+}
+
+bool StoredRecord::NextHeader(std::string_view& in, std::string_view& name,
+                              std::string_view& value) {
+  return coding::GetLengthPrefixed(in, name) && coding::GetLengthPrefixed(in, value);
+}
+
+Status StoredRecord::MalformedHeaders(std::string_view problem) const {
+  return Status::Corruption("record at offset " + std::to_string(offset.value()) + " " +
+                            std::string(problem));
 }
 
 void RecordBatchBuilder::AppendPrefix(EventTime timestamp, KeySerde key_serde, std::string_view key,

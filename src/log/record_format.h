@@ -51,6 +51,23 @@ struct StoredRecord {
   Result<Key> DecodeKey() const;
   // The headers as a vector (copies). kCorruption if the encoding is malformed.
   Result<std::vector<Header>> DecodeHeaders() const;
+  // Calls visit(name, value) for each header, as views into this record's bytes (no copy);
+  // kCorruption as DecodeHeaders, after visiting the headers before the malformed one.
+  template <typename Visit>
+  Status VisitHeaders(Visit&& visit) const {
+    std::string_view in = headers;
+    for (uint32_t i = 0; i < header_count; ++i) {
+      std::string_view name, value;
+      if (!NextHeader(in, name, value)) return MalformedHeaders("has malformed headers");
+      visit(name, value);
+    }
+    if (!in.empty()) return MalformedHeaders("has bytes after its headers");
+    return Status::OK();
+  }
+
+ private:
+  static bool NextHeader(std::string_view& in, std::string_view& name, std::string_view& value);
+  Status MalformedHeaders(std::string_view problem) const;
 };
 
 // Encodes records back to back in the record format, for one Append. Not thread-safe; owned by
