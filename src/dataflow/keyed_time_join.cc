@@ -134,11 +134,14 @@ void KeyedTimeJoin::Sweep(int64_t horizon) {
     Expire(*key, horizon, state);
     if (state.empty()) {
       store_.Delete(state_key);
+      Retire(std::move(entry));
       continue;
     }
     if (std::optional<int64_t> due = DueAt(state)) {
       entry.value().first = *due;
       index_.insert(std::move(entry));
+    } else {
+      Retire(std::move(entry));
     }
   }
 }
@@ -170,13 +173,29 @@ void KeyedTimeJoin::Reindex(std::string_view state_key, std::optional<int64_t> f
   auto it =
       from ? index_.find(std::pair<int64_t, std::string_view>(*from, state_key)) : index_.end();
   if (it == index_.end()) {
-    if (to) index_.emplace(*to, std::string(state_key));
+    if (to) IndexNew(*to, state_key);
     return;
   }
   auto entry = index_.extract(it);
-  if (!to) return;
+  if (!to) return Retire(std::move(entry));
   entry.value().first = *to;
   index_.insert(std::move(entry));
+}
+
+void KeyedTimeJoin::IndexNew(int64_t due, std::string_view state_key) {
+  if (spare_nodes_.empty()) {
+    index_.emplace(due, std::string(state_key));
+    return;
+  }
+  Index::node_type node = std::move(spare_nodes_.back());
+  spare_nodes_.pop_back();
+  node.value().first = due;
+  node.value().second.assign(state_key);
+  index_.insert(std::move(node));
+}
+
+void KeyedTimeJoin::Retire(Index::node_type node) {
+  if (spare_nodes_.size() < kMaxSpareNodes) spare_nodes_.push_back(std::move(node));
 }
 
 }  // namespace weir::dataflow

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "dataflow/kind.h"
 #include "dataflow/late_output.h"
@@ -111,7 +112,15 @@ class KeyedTimeJoin : public MultiInputOperator {
       return std::string_view(a.second) < std::string_view(b.second);
     }
   };
-  std::set<IndexEntry, DueOrder> index_;
+  using Index = std::set<IndexEntry, DueOrder>;
+  // An entry for `state_key` due at `due`, in a node that left the index before if there is one
+  // (a key that leaves for good keeps its node for the next new key: no allocation per key).
+  void IndexNew(int64_t due, std::string_view state_key);
+  void Retire(Index::node_type node);
+
+  Index index_;
+  std::vector<Index::node_type> spare_nodes_;  // at most kMaxSpareNodes
+  static constexpr size_t kMaxSpareNodes = 4096;
   std::string state_key_;
 };
 
