@@ -192,6 +192,53 @@ TEST(RecordOperations, MapRecordFilterRecordAndWithTimestampSeeTheWholeRecord) {
   EXPECT_EQ(out[0], R"({"key":"ann","timestamp":1005,"value":{"user":"ann","at":1005}})");
 }
 
+// One stream read by several branches: a filter and a map that are handed the record the
+// others still read (Operator::ProcessShared) copy only what they forward, and no branch sees
+// another's result or a record another has taken.
+TEST(RecordOperations, BranchesOfOneStreamEachSeeTheWholeUnchangedRecord) {
+  TempDir dir;
+  WriteAmounts(dir);
+  Application app(TestOptions(dir));
+  Stream in = app.FromFile(UserFile(dir / "in.jsonl"));
+  in.Filter([](const Value& v) { return v.GetInt("amount").value_or(0) > 5; })
+      .ToFile(dir / "big.jsonl");
+  in.Map([](const Value& v) {
+      return Value::MakeObject({{"user", v.Find("user") ? *v.Find("user") : Value()},
+                                {"twice", Value(v.GetInt("amount").value_or(0) * 2)}});
+    }).ToFile(dir / "twice.jsonl");
+  in.Filter([](const Value& v) { return v.GetString("user") == "bob"; })
+      .Map([](const Value& v) { return Value::MakeObject({{"bob", *v.Find("amount")}}); })
+      .ToFile(dir / "bob.jsonl");
+  in.ToFile(dir / "all.jsonl");
+  auto summary = app.Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  auto values = [&](const char* file) {
+    std::vector<std::string> out;
+    for (const std::string& line : ReadLines(dir / file)) {
+      Result<Value> parsed = Value::Parse(line);
+      EXPECT_TRUE(parsed.ok()) << line;
+      if (parsed.ok()) out.push_back(parsed->Find("value")->ToJson());
+    }
+    return out;
+  };
+  std::vector<std::string> all = values("all.jsonl");
+  ASSERT_EQ(all.size(), 10u);
+  EXPECT_EQ(all[3], R"({"user":"bob","ts":4000,"amount":"4"})");
+  EXPECT_EQ(all[9], R"({"user":"bob","ts":10000,"amount":10})");
+  EXPECT_EQ(values("big.jsonl"),
+            (std::vector<std::string>{R"({"user":"bob","ts":6000,"amount":6})",
+                                      R"({"user":"ann","ts":7000,"amount":7})",
+                                      R"({"user":"ann","ts":9000,"amount":9})",
+                                      R"({"user":"bob","ts":10000,"amount":10})"}));
+  std::vector<std::string> twice = values("twice.jsonl");
+  ASSERT_EQ(twice.size(), 10u);
+  EXPECT_EQ(twice[0], R"({"user":"ann","twice":2})");
+  EXPECT_EQ(twice[3], R"({"user":"bob","twice":0})");
+  EXPECT_EQ(values("bob.jsonl"),
+            (std::vector<std::string>{R"({"bob":2})", R"({"bob":"4"})", R"({"bob":6})",
+                                      R"({"bob":"8"})", R"({"bob":10})"}));
+}
+
 TEST(RecordOperations, SelectKeyRekeysThroughARepartitionTopic) {
   TempDir dir;
   WriteAmounts(dir);

@@ -61,7 +61,7 @@ void Operator::ForwardReplacingValue(Record& record, Value result) {
 
 void Operator::Forward(Record&& record) {
   if (children_.empty()) return;
-  for (size_t i = 0; i + 1 < children_.size(); ++i) children_[i]->Process(Record(record));
+  for (size_t i = 0; i + 1 < children_.size(); ++i) children_[i]->ProcessShared(record);
   children_.back()->Process(std::move(record));
 }
 

@@ -1,7 +1,8 @@
 // Physical operators: one instance per step per task, pushing records down the step tree.
 //
 // Contract: Process takes a record by rvalue and either drops it, changes it and forwards it,
-// or forwards copies (a step with several children gets a copy per child but the last).
+// or forwards copies. A step with several children hands every child but the last the record
+// through ProcessShared (it keeps using it), the last one through Process.
 // Operators never block and never lock; a storage failure is recorded and makes the task stop
 // at the end of the batch (Task::RunBatch checks TakeError).
 // Threads: a task's operators run on its thread only.
@@ -20,6 +21,10 @@ class Operator {
  public:
   virtual ~Operator() = default;
   virtual void Process(Record&& record) = 0;
+  // The same for a record the caller still needs afterwards (a fan-out's children but the
+  // last). The default processes a copy; a step that reads the record before deciding what to
+  // forward (a filter, a map) overrides it to copy only what it forwards.
+  virtual void ProcessShared(const Record& record) { Process(Record(record)); }
   // The task's watermark moved forward (Watermark::Max() at the end of input). Operators that
   // hold records back (windows) release them here; the default passes it on.
   virtual void OnWatermark(Watermark watermark);

@@ -21,13 +21,19 @@ class FilterOperator : public Operator {
   FilterOperator(Predicate pred, const StepContext& context)
       : pred_(std::move(pred)), user_(context.task, context.step_name) {}
   void Process(Record&& r) override {
-    bool keep = false;
-    if (user_.Call(r, [&] { keep = pred_(r); }) && keep) {
-      Forward(std::move(r));
-    }
+    if (Keeps(r)) Forward(std::move(r));
+  }
+  // A fan-out's record is copied only if it passes.
+  void ProcessShared(const Record& r) override {
+    if (Keeps(r)) Forward(Record(r));
   }
 
  private:
+  bool Keeps(const Record& r) {
+    bool keep = false;
+    return user_.Call(r, [&] { keep = pred_(r); }) && keep;
+  }
+
   Predicate pred_;
   UserFunctionCaller user_;
 };

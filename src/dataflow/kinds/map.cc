@@ -25,6 +25,14 @@ class MapOperator : public Operator {
       ForwardReplacingValue(r, std::move(result));
     }
   }
+  // A fan-out's record: the result goes down with a copy of the key, time and headers, never
+  // of the input's value.
+  void ProcessShared(const Record& r) override {
+    Value result;
+    if (user_.Call(r, [&] { result = fn_(r); })) {
+      Forward(Record{r.key, std::move(result), r.timestamp, r.headers});
+    }
+  }
 
  private:
   MapFunction fn_;
