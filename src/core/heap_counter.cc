@@ -6,14 +6,11 @@
 #include <cstdio>
 #include <string>
 
-#if defined(WEIR_NO_HEAP_COUNTER) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#include "core/sanitizers.h"
+
+#if defined(WEIR_NO_HEAP_COUNTER) || WEIR_UNDER_SANITIZER
 #define WEIR_COUNT_HEAP 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define WEIR_COUNT_HEAP 0
-#endif
-#endif
-#ifndef WEIR_COUNT_HEAP
+#else
 #define WEIR_COUNT_HEAP 1
 #endif
 

@@ -12,18 +12,10 @@
 #include <new>
 #include <utility>
 
+#include "core/sanitizers.h"
 #include "weir/value.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WEIR_VALUE_POOL 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define WEIR_VALUE_POOL 0
-#endif
-#endif
-#ifndef WEIR_VALUE_POOL
-#define WEIR_VALUE_POOL 1
-#endif
+#define WEIR_VALUE_POOL (!WEIR_UNDER_SANITIZER)
 
 namespace weir::internal {
 namespace {

@@ -21,20 +21,21 @@ class MapOperator : public Operator {
       : fn_(std::move(fn)), user_(context.task, context.step_name) {}
   void Process(Record&& r) override {
     Value result;
-    if (user_.Call(r, [&] { result = fn_(r); })) {
-      ForwardReplacingValue(r, std::move(result));
-    }
+    if (Apply(r, result)) ForwardReplacingValue(r, std::move(result));
   }
   // A fan-out's record: the result goes down with a copy of the key, time and headers, never
   // of the input's value.
   void ProcessShared(const Record& r) override {
     Value result;
-    if (user_.Call(r, [&] { result = fn_(r); })) {
-      Forward(Record{r.key, std::move(result), r.timestamp, r.headers});
-    }
+    if (Apply(r, result)) Forward(Record{r.key, std::move(result), r.timestamp, r.headers});
   }
 
  private:
+  // The function's result for `r`; false if it threw (the record is dead-lettered).
+  bool Apply(const Record& r, Value& result) {
+    return user_.Call(r, [&] { result = fn_(r); });
+  }
+
   MapFunction fn_;
   UserFunctionCaller user_;
 };
