@@ -104,6 +104,28 @@ class Value {
   Value(Array a) : v_(std::move(a)) {}   // NOLINT(google-explicit-constructor)
   Value(Object o) : v_(std::move(o)) {}  // NOLINT(google-explicit-constructor)
 
+  // Assigning a number or a bool writes it in place when this already holds that type (a
+  // record slot rewritten event after event), without building a Value to move in.
+  template <std::integral I>
+  requires(!std::same_as<I, bool> && !std::same_as<I, char>) Value& operator=(I i) {
+    if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(int64_t)) {
+      if (i > static_cast<I>(INT64_MAX)) return *this = static_cast<double>(i);
+    }
+    Assign<int64_t>(static_cast<int64_t>(i));
+    return *this;
+  }
+  // (Exactly double and bool: a pointer or a float must not pick these by conversion.)
+  template <std::same_as<double> D>
+  Value& operator=(D d) {
+    Assign<double>(d);
+    return *this;
+  }
+  template <std::same_as<bool> B>
+  Value& operator=(B b) {
+    Assign<bool>(b);
+    return *this;
+  }
+
   // {"a": 1, "b": "x"} as MakeObject({{"a", 1}, {"b", "x"}}).
   static Value MakeObject(std::initializer_list<Member> members) { return Value(Object(members)); }
 
@@ -219,6 +241,14 @@ class Value {
     if (p == nullptr) [[unlikely]]
       WrongType(TypeOf<T>());
     return *p;
+  }
+  template <typename T>
+  void Assign(T scalar) {
+    if (T* p = std::get_if<T>(&v_)) {
+      *p = scalar;
+    } else {
+      v_.template emplace<T>(scalar);
+    }
   }
   template <typename T>
   static constexpr Type TypeOf() {

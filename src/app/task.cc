@@ -64,6 +64,7 @@ Status Task::Open(int64_t checkpoint) {
   WEIR_RETURN_IF_ERROR(OpenInputs(by_step));
   WEIR_RETURN_IF_ERROR(RestoreProgress());
   WEIR_RETURN_IF_ERROR(MakeOperators(by_step));
+  for (Input& input : inputs_) input.root->CollectPrefetching(input.prefetching);
   // Writers for the dead letters exist from the start so that a source can use them.
   TopicOutput(sub_.dead_letter_topic);
   return Status::OK();
@@ -263,10 +264,12 @@ Result<bool> Task::ProcessInputs(bool& all_ended) {
     Input& input = inputs_[chosen];
     // Announce records ahead so that stateful steps' cache misses overlap (see Prefetch).
     const size_t size = input.batch.records.size();
-    if (input.next + kPrefetchFar < size)
-      input.root->Prefetch(input.batch.records[input.next + kPrefetchFar], 0);
-    if (input.next + kPrefetchNear < size)
-      input.root->Prefetch(input.batch.records[input.next + kPrefetchNear], 1);
+    for (dataflow::Operator* step : input.prefetching) {
+      if (input.next + kPrefetchFar < size)
+        step->Prefetch(input.batch.records[input.next + kPrefetchFar], 0);
+      if (input.next + kPrefetchNear < size)
+        step->Prefetch(input.batch.records[input.next + kPrefetchNear], 1);
+    }
     if (input.next_mark < input.batch.marks.size()) ApplyMarks(input, input.next);
     ProcessRecord(static_cast<int32_t>(chosen), input.batch, input.next++, 1);
     ++input.records_in;

@@ -91,6 +91,7 @@ class Task : public dataflow::TaskContext {
   struct Input {
     std::unique_ptr<dataflow::Source> source;
     std::unique_ptr<dataflow::Operator> root;
+    std::vector<dataflow::Operator*> prefetching;  // root->CollectPrefetching: called directly
     dataflow::SourceBatch batch;
     size_t next = 0;  // the next record of `batch` to process
     bool ended = false;

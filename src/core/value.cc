@@ -60,12 +60,31 @@ bool AssignDom(simdjson::dom::element e, Value& target, int levels_left) {
   return true;
 }
 
-// Member names are short and mostly differ in length or in their first bytes: compared inline
-// rather than through a call to memcmp.
+template <typename Word>
+Word LoadWord(const char* p) {
+  Word w;
+  std::memcpy(&w, p, sizeof(w));
+  return w;
+}
+
+// Member names are short and mostly differ in length: compared inline rather than through a
+// call to memcmp, a name of 4 to 16 bytes as two words that may overlap (never reading past it).
 bool SameName(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i]) return false;
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  const char* x = a.data();
+  const char* y = b.data();
+  if (n >= 8) {
+    if (n > 16) return std::memcmp(x, y, n) == 0;
+    return LoadWord<uint64_t>(x) == LoadWord<uint64_t>(y) &&
+           LoadWord<uint64_t>(x + n - 8) == LoadWord<uint64_t>(y + n - 8);
+  }
+  if (n >= 4) {
+    return LoadWord<uint32_t>(x) == LoadWord<uint32_t>(y) &&
+           LoadWord<uint32_t>(x + n - 4) == LoadWord<uint32_t>(y + n - 4);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (x[i] != y[i]) return false;
   }
   return true;
 }

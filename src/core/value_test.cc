@@ -116,6 +116,60 @@ TEST(Value, RandomValuesRoundTripThroughJsonAndBinary) {
   }
 }
 
+// A number or a bool assigned in place gives what assigning a whole Value of it gives, over
+// a value of every type (its old content dropped, or overwritten where the type is the same).
+TEST(Value, AssigningAScalarInPlaceIsAssigningItsValue) {
+  const std::vector<Value> olds = {Value(), Value(true), Value(7), Value(2.5), Value("text"),
+                                   Value(Value::Array{1, 2}), Value::MakeObject({{"a", 1}})};
+  for (const Value& old : olds) {
+    Value v = old;
+    v = 42;
+    EXPECT_EQ(v, Value(42)) << old.ToJson();
+    EXPECT_TRUE(v.is_int());
+    v = old;
+    v = int64_t{-3};
+    EXPECT_EQ(v, Value(-3));
+    v = old;
+    v = UINT64_MAX;  // beyond int64: a double, as the constructor makes it
+    EXPECT_TRUE(v.is_double()) << old.ToJson();
+    EXPECT_EQ(v, Value(UINT64_MAX));
+    v = old;
+    v = 0.25;
+    EXPECT_EQ(v, Value(0.25));
+    v = old;
+    v = false;
+    EXPECT_EQ(v, Value(false));
+    v = old;
+    v = "a string, not a bool";  // must not convert the pointer to bool
+    EXPECT_EQ(v, Value("a string, not a bool"));
+  }
+}
+
+// Find compares names of every length, and a name differing from another in any one byte (the
+// first, the last, or one between the two words a long name is compared as) is not it.
+TEST(Value, FindTellsApartNamesDifferingInAnyByte) {
+  for (size_t length = 0; length <= 24; ++length) {
+    const std::string name(length, 'n');
+    Value object = Value::MakeObject({});
+    for (size_t i = 0; i < length; ++i) {
+      std::string other = name;
+      other[i] = 'x';
+      object.Set(other, static_cast<int64_t>(i));
+    }
+    object.Set(name + "y", -2);
+    EXPECT_EQ(object.Find(name), nullptr) << length;
+    object.Set(name, -1);
+    ASSERT_NE(object.Find(name), nullptr) << length;
+    EXPECT_EQ(object.Find(name)->as_int(), -1) << length;
+    for (size_t i = 0; i < length; ++i) {
+      std::string other = name;
+      other[i] = 'x';
+      ASSERT_NE(object.Find(other), nullptr);
+      EXPECT_EQ(object.Find(other)->as_int(), static_cast<int64_t>(i)) << length << " " << i;
+    }
+  }
+}
+
 TEST(Value, TruncatedBinaryIsCorruptionNotACrash) {
   Value v = Value::MakeObject({{"a", Value::Array{1, "two", 3.0}}, {"b", "text"}});
   std::string bin;

@@ -8,8 +8,8 @@ void Operator::OnWatermark(Watermark watermark) {
   for (Operator* child : children_) child->OnWatermark(watermark);
 }
 
-void Operator::Prefetch(const Record& upcoming, int stage) {
-  for (Operator* child : children_) child->Prefetch(upcoming, stage);
+void Operator::CollectPrefetching(std::vector<Operator*>& out) {
+  for (Operator* child : children_) child->CollectPrefetching(out);
 }
 
 void Operator::OnInputEnd() {
@@ -31,7 +31,7 @@ class InputPort : public Operator {
   void OnBatchEnd() override {
     if (input_ == 0) step_.OnBatchEnd();
   }
-  void Prefetch(const Record&, int) override {}
+  void CollectPrefetching(std::vector<Operator*>&) override {}
   void OnInputEnd() override { step_.OnInputEnded(input_); }
 
  private:

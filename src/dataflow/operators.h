@@ -28,10 +28,15 @@ class Operator {
   // The task's watermark moved forward (Watermark::Max() at the end of input). Operators that
   // hold records back (windows) release them here; the default passes it on.
   virtual void OnWatermark(Watermark watermark);
-  // A record this task will process soon: stateful steps touch its key's state now so that the
-  // cache misses of several records overlap (stage 0 further ahead, stage 1 nearer). A hint:
-  // it changes nothing. The default passes it on.
-  virtual void Prefetch(const Record& upcoming, int stage);
+  // A record this task will process soon: a stateful step touches its key's state now so that
+  // the cache misses of several records overlap (stage 0 further ahead, stage 1 nearer). A hint:
+  // it changes nothing. The default does nothing; a step that overrides it adds itself in
+  // CollectPrefetching, and the task calls it directly, not through the steps before it.
+  virtual void Prefetch(const Record&, int) {}
+  // Appends the steps from this one down whose Prefetch does something, stopping at steps that
+  // do not see the task's input records as they are (a multi-input step's port, a stateful step
+  // itself). The default appends its children's.
+  virtual void CollectPrefetching(std::vector<Operator*>& out);
   // The first error a step hit in this batch (a state read, a failed output), or OK.
   Status TakeError();
   // An input of the task has ended while others go on (its watermark is final). The default

@@ -181,6 +181,7 @@ class WindowOperator : public Operator {
   void Prefetch(const Record& upcoming, int stage) override {
     store_.PrefetchMessageKey(upcoming.key.bytes(), stage);
   }
+  void CollectPrefetching(std::vector<Operator*>& out) override { out.push_back(this); }
 
   void OnWatermark(Watermark watermark) override {
     if (partition_mode_) {

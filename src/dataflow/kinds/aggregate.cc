@@ -52,6 +52,7 @@ class AggregateOperator : public Operator {
   void Prefetch(const Record& upcoming, int stage) override {
     store_.PrefetchMessageKey(upcoming.key.bytes(), stage);
   }
+  void CollectPrefetching(std::vector<Operator*>& out) override { out.push_back(this); }
 
  private:
   window::Aggregations aggregations_;
