@@ -4,6 +4,7 @@
 // log and RocksDB on disk.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 #include <stdexcept>
 
@@ -200,14 +201,17 @@ TEST(RecordOperations, BranchesOfOneStreamEachSeeTheWholeUnchangedRecord) {
   WriteAmounts(dir);
   Application app(TestOptions(dir));
   Stream in = app.FromFile(UserFile(dir / "in.jsonl"));
-  in.Filter([](const Value& v) { return v.GetInt("amount").value_or(0) > 5; })
-      .ToFile(dir / "big.jsonl");
+  in.Filter([](const Value& v) {
+      return v.GetInt("amount").value_or(0) > 5;
+    }).ToFile(dir / "big.jsonl");
   in.Map([](const Value& v) {
       return Value::MakeObject({{"user", v.Find("user") ? *v.Find("user") : Value()},
                                 {"twice", Value(v.GetInt("amount").value_or(0) * 2)}});
     }).ToFile(dir / "twice.jsonl");
   in.Filter([](const Value& v) { return v.GetString("user") == "bob"; })
-      .Map([](const Value& v) { return Value::MakeObject({{"bob", *v.Find("amount")}}); })
+      .Map([](const Value& v) {
+        return Value::MakeObject({{"bob", *v.Find("amount")}});
+      })
       .ToFile(dir / "bob.jsonl");
   in.ToFile(dir / "all.jsonl");
   auto summary = app.Run();
@@ -225,11 +229,11 @@ TEST(RecordOperations, BranchesOfOneStreamEachSeeTheWholeUnchangedRecord) {
   ASSERT_EQ(all.size(), 10u);
   EXPECT_EQ(all[3], R"({"user":"bob","ts":4000,"amount":"4"})");
   EXPECT_EQ(all[9], R"({"user":"bob","ts":10000,"amount":10})");
-  EXPECT_EQ(values("big.jsonl"),
-            (std::vector<std::string>{R"({"user":"bob","ts":6000,"amount":6})",
-                                      R"({"user":"ann","ts":7000,"amount":7})",
-                                      R"({"user":"ann","ts":9000,"amount":9})",
-                                      R"({"user":"bob","ts":10000,"amount":10})"}));
+  EXPECT_EQ(
+      values("big.jsonl"),
+      (std::vector<std::string>{
+          R"({"user":"bob","ts":6000,"amount":6})", R"({"user":"ann","ts":7000,"amount":7})",
+          R"({"user":"ann","ts":9000,"amount":9})", R"({"user":"bob","ts":10000,"amount":10})"}));
   std::vector<std::string> twice = values("twice.jsonl");
   ASSERT_EQ(twice.size(), 10u);
   EXPECT_EQ(twice[0], R"({"user":"ann","twice":2})");
@@ -237,6 +241,101 @@ TEST(RecordOperations, BranchesOfOneStreamEachSeeTheWholeUnchangedRecord) {
   EXPECT_EQ(values("bob.jsonl"),
             (std::vector<std::string>{R"({"bob":2})", R"({"bob":"4"})", R"({"bob":6})",
                                       R"({"bob":"8"})", R"({"bob":10})"}));
+}
+
+// Select lends a record's fields to the steps after it instead of copying them, and the record
+// (a source's slot, rewritten batch after batch) keeps the values it is lent back. Over records
+// of changing shapes (fields missing, in another order, of other types, values that are not
+// objects), more than a batch of them so that slots are reused, every selection is what copying
+// the fields gives: the fields present, in the order listed, named by their paths.
+TEST(RecordOperations, SelectGivesWhatCopyingTheFieldsGivesOverRecordsOfChangingShapes) {
+  std::vector<std::string> lines;
+  for (int i = 0; i < 1500; ++i) {
+    const std::string user = R"("user":"u)" + std::to_string(i % 7) + "\"";
+    const std::string amount = i % 11 == 0  ? ""
+                               : i % 5 == 0 ? R"(,"amount":")" + std::to_string(i) + "\""
+                                            : R"(,"amount":)" + std::to_string(i);
+    const std::string address =
+        i % 4 == 0 ? "" : R"(,"address":{"city":"c)" + std::to_string(i % 3) + R"(","zip":1})";
+    const std::string pad = R"("pad":")" + std::string(static_cast<size_t>(i % 40), 'p') + "\"";
+    lines.push_back(
+        "{" + (i % 3 ? user + amount + address + "," + pad : pad + address + amount + "," + user) +
+        "}");
+  }
+  std::vector<Value> inputs;
+  for (const std::string& line : lines) inputs.push_back(*Value::Parse(line));
+  auto copied = [](const Value& v, const std::vector<std::string>& fields) {
+    Value out = Value(Value::Object());
+    for (const std::string& f : fields) {
+      if (const Value* field = v.FindPath(f)) out.Set(f, *field);
+    }
+    return out;
+  };
+  // The values written by an application of its own: the lines -> steps(stream) -> a file.
+  auto run = [&](const std::function<Stream(Stream)>& steps) {
+    TempDir dir;
+    WriteLines(dir / "in.jsonl", lines);
+    Application app(TestOptions(dir));
+    FileSourceOptions file;
+    file.path = dir / "in.jsonl";
+    file.key = {"user", KeySerde::kString};
+    steps(app.FromFile(file)).ToFile(dir / "out.jsonl");
+    auto summary = app.Run();
+    EXPECT_TRUE(summary.ok()) << summary.status().ToString();
+    std::vector<Value> out;
+    for (const std::string& line : ReadLines(dir / "out.jsonl")) {
+      Result<Value> parsed = Value::Parse(line);
+      EXPECT_TRUE(parsed.ok()) << line;
+      if (parsed.ok()) out.push_back(*parsed->Find("value"));
+    }
+    return out;
+  };
+
+  const std::vector<std::vector<std::string>> selections = {
+      {"user", "amount"},                 // amount missing from every eleventh record
+      {"amount", "address.city", "pad"},  // a path, missing from every fourth record
+      {"address", "address.zip"},         // overlapping: copied
+      {"user", "user"},                   // listed twice: copied
+      {"nowhere"},
+  };
+  for (const std::vector<std::string>& fields : selections) {
+    std::vector<Value> got = run([&](Stream s) { return s.Select(fields); });
+    ASSERT_EQ(got.size(), inputs.size()) << fields[0];
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      ASSERT_EQ(got[i].ToJson(), copied(inputs[i], fields).ToJson()) << fields[0] << ", line " << i;
+    }
+  }
+
+  // After a map that makes some values numbers, a selection of a selection: the second lends
+  // out the first's object, which lends out the map's result.
+  auto mapped = [](const Value& v) { return v.FindPath("address.zip") ? v : Value(5); };
+  std::vector<Value> chained = run([&](Stream s) {
+    return s.Map(mapped).Select({"pad", "address", "user"}).Select({"user", "address.city"});
+  });
+  std::vector<Value> expected;
+  for (const Value& v : inputs) {
+    expected.push_back(
+        copied(copied(mapped(v), {"pad", "address", "user"}), {"user", "address.city"}));
+  }
+  EXPECT_EQ(chained, expected);
+  EXPECT_EQ(chained[0].ToJson(), "{}");
+  EXPECT_EQ(chained[1].ToJson(), R"({"user":"u1","address.city":"c1"})");
+  // One stream read by a selection and then by a filter (a fan-out): the selection, handed the
+  // record the filter still reads, copies, and the filter sees every record whole.
+  std::atomic<int> whole{0};
+  std::vector<Value> selected = run([&](Stream s) {
+    Stream selection = s.Select({"user", "amount"});
+    s.Filter([&](const Value& v) {
+       whole += v.Find("pad") != nullptr && v.Find("user") != nullptr;
+       return false;
+     }).ToDiscard();
+    return selection;
+  });
+  EXPECT_EQ(whole, static_cast<int>(inputs.size()));
+  ASSERT_EQ(selected.size(), inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ASSERT_EQ(selected[i].ToJson(), copied(inputs[i], {"user", "amount"}).ToJson()) << i;
+  }
 }
 
 TEST(RecordOperations, SelectKeyRekeysThroughARepartitionTopic) {

@@ -145,6 +145,26 @@ TEST(Value, AssigningAScalarInPlaceIsAssigningItsValue) {
   }
 }
 
+// swap exchanges any two values, of the same type (the fast cases: ints, strings) or not.
+TEST(Value, SwapExchangesValuesOfAnyTypes) {
+  const std::vector<Value> all = {Value(),
+                                  Value(true),
+                                  Value(7),
+                                  Value(2.5),
+                                  Value("short"),
+                                  Value(std::string(100, 'x')),
+                                  Value(Value::Array{1, "two"}),
+                                  Value::MakeObject({{"a", 1}})};
+  for (const Value& x : all) {
+    for (const Value& y : all) {
+      Value a = x, b = y;
+      swap(a, b);
+      EXPECT_EQ(a, y) << x.ToJson() << " " << y.ToJson();
+      EXPECT_EQ(b, x) << x.ToJson() << " " << y.ToJson();
+    }
+  }
+}
+
 // Find compares names of every length, and a name differing from another in any one byte (the
 // first, the last, or one between the two words a long name is compared as) is not it.
 TEST(Value, FindTellsApartNamesDifferingInAnyByte) {

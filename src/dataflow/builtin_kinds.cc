@@ -8,7 +8,7 @@ KindRegistry BuiltinKinds() {
   RegisterTopicSource(kinds);
   RegisterGeneratorSource(kinds);
   RegisterFilter(kinds);
-  RegisterMap(kinds);
+  RegisterSelect(kinds);
   RegisterGroupBy(kinds);
   RegisterAggregate(kinds);
   RegisterWindow(kinds);

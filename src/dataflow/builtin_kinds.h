@@ -14,7 +14,7 @@ void RegisterFileSource(KindRegistry& kinds);
 void RegisterTopicSource(KindRegistry& kinds);
 void RegisterGeneratorSource(KindRegistry& kinds);
 void RegisterFilter(KindRegistry& kinds);
-void RegisterMap(KindRegistry& kinds);  // YAML `select`
+void RegisterSelect(KindRegistry& kinds);
 void RegisterGroupBy(KindRegistry& kinds);
 void RegisterAggregate(KindRegistry& kinds);
 void RegisterWindow(KindRegistry& kinds);

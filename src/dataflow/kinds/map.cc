@@ -1,7 +1,7 @@
 // The map kind: each record's value becomes what a function of the value (Stream::Map) or of the
-// whole record (Stream::MapRecord) returns. Its YAML form is `select: [field, ...]`, a map that
-// keeps those fields of the value. And the with-timestamp kind: each record's event time becomes
-// what a function of it returns (Stream::WithTimestamp).
+// whole record (Stream::MapRecord) returns (select.cc is the map that keeps some fields). And
+// the with-timestamp kind: each record's event time becomes what a function of it returns
+// (Stream::WithTimestamp).
 #include <functional>
 
 #include "dataflow/builtin_kinds.h"
@@ -42,15 +42,10 @@ class MapOperator : public Operator {
 
 class MapStep : public StepDefinition {
  public:
-  // `selected`: the fields a YAML select keeps (null for a C++ function, which has no
-  // description).
-  MapStep(MapFunction fn, Value selected) : fn_(std::move(fn)), selected_(std::move(selected)) {}
+  explicit MapStep(MapFunction fn) : fn_(std::move(fn)) {}
   std::string_view kind() const override { return "map"; }
   Status Validate() const override {
     return fn_ ? Status::OK() : Status::InvalidArgument("Map needs a function");
-  }
-  void Describe(Fingerprint& fingerprint) const override {
-    if (!selected_.is_null()) fingerprint.Fixed("select", selected_);
   }
   Result<std::unique_ptr<Operator>> MakeOperator(const StepContext& context) const override {
     return std::unique_ptr<Operator>(new MapOperator(fn_, context));
@@ -58,31 +53,7 @@ class MapStep : public StepDefinition {
 
  private:
   MapFunction fn_;
-  Value selected_;
 };
-
-// select: [user, page]: keeps those fields (dotted paths) of the value, in that order.
-Result<std::shared_ptr<const StepDefinition>> ParseSelect(const StepYaml& yaml) {
-  if (!yaml.body.IsSequence() || yaml.body.size() == 0) {
-    return yaml.body.Expected("a list of field names");
-  }
-  std::vector<std::string> fields;
-  Value::Array described;
-  for (const ConfigNode& item : yaml.body.Items()) {
-    WEIR_ASSIGN_OR_RETURN(std::string f, item.String());
-    described.emplace_back(f);
-    fields.push_back(std::move(f));
-  }
-  MapFunction select = [fields](const Record& r) {
-    const Value& v = r.value;
-    Value out = Value(Value::Object());
-    for (const std::string& f : fields) {
-      if (const Value* field = v.FindPath(f)) out.Set(f, *field);
-    }
-    return out;
-  };
-  return std::make_shared<MapStep>(std::move(select), Value(std::move(described)));
-}
 
 using TimestampFunction = std::function<EventTime(const Record&)>;
 
@@ -119,8 +90,6 @@ class WithTimestampStep : public StepDefinition {
 
 }  // namespace
 
-void RegisterMap(KindRegistry& kinds) { kinds.Add(StepKind{"select", {}, ParseSelect}); }
-
 }  // namespace weir::dataflow
 
 namespace weir {
@@ -133,7 +102,7 @@ Stream Stream::Map(std::function<Value(const Value&)> fn, std::string name) {
 
 Stream Stream::MapRecord(std::function<Value(const Record&)> fn, std::string name) {
   return dataflow::GraphAccess::AddStep(
-      *this, std::make_shared<dataflow::MapStep>(std::move(fn), Value()), std::move(name));
+      *this, std::make_shared<dataflow::MapStep>(std::move(fn)), std::move(name));
 }
 
 Stream Stream::WithTimestamp(std::function<EventTime(const Record&)> fn, std::string name) {

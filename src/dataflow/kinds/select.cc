@@ -1,0 +1,137 @@
+// The select kind: each record's value becomes an object of some of its fields (Stream::Select;
+// YAML `select: [user, address.city]`): the fields present, in the order listed, each named by
+// its path as written ("address.city"); a field the value lacks is left out, and a value that is
+// not an object becomes {}.
+//
+// Without copying: a record the step may change (Process) has its fields swapped with the
+// members of an object the step keeps, named once, and that object goes down as the value; the
+// record (usually its source's slot, which the source rewrites in place) keeps its shape and
+// the memory of the values swapped in. A copy is made when the fields are not all there or
+// overlap (one path inside another, or listed twice), and for a fan-out's shared record.
+#include <algorithm>
+#include <utility>
+
+#include "dataflow/builtin_kinds.h"
+#include "dataflow/graph.h"
+#include "dataflow/kind_registry.h"
+#include "dataflow/operators.h"
+
+namespace weir::dataflow {
+namespace {
+
+// Whether no field is another or lies inside another ("a" and "a.b"): then the fields' values
+// are distinct values of the record, which can be swapped out one by one.
+bool FieldsAreDisjoint(const std::vector<std::string>& fields) {
+  auto inside = [](std::string_view outer, std::string_view inner) {
+    return inner.size() > outer.size() && inner.starts_with(outer) && inner[outer.size()] == '.';
+  };
+  for (size_t i = 0; i < fields.size(); ++i) {
+    for (size_t j = 0; j < fields.size(); ++j) {
+      if (i != j && (fields[i] == fields[j] || inside(fields[i], fields[j]))) return false;
+    }
+  }
+  return true;
+}
+
+class SelectOperator : public Operator {
+ public:
+  explicit SelectOperator(std::vector<std::string> fields)
+      : fields_(std::move(fields)),
+        disjoint_(FieldsAreDisjoint(fields_)),
+        found_(fields_.size(), nullptr) {
+    for (const std::string& f : fields_) dotted_.push_back(f.find('.') != std::string::npos);
+  }
+
+  void Process(Record&& r) override {
+    if (!disjoint_ || !FindAll(r.value)) return ForwardReplacingValue(r, Copy(r.value));
+    {
+      Value::ObjectWriter selected(selected_);
+      for (size_t i = 0; i < fields_.size(); ++i) swap(selected.Add(fields_[i]), *found_[i]);
+    }
+    swap(r.value, selected_);
+    Forward(std::move(r));
+    // The record gets its object back, holding in the selected fields' places the values of the
+    // record before (or what the steps after this one left of them): values of the same types,
+    // whose memory the source's next write into the slot reuses.
+    swap(r.value, selected_);
+  }
+
+  void ProcessShared(const Record& r) override {
+    Forward(Record{r.key, Copy(r.value), r.timestamp, r.headers});
+  }
+
+ private:
+  // Points found_ at each field of `value`; false if one is missing.
+  bool FindAll(Value& value) {
+    for (size_t i = 0; i < fields_.size(); ++i) {
+      // `value` is not const: only FindPath's signature is.
+      found_[i] =
+          dotted_[i] ? const_cast<Value*>(value.FindPath(fields_[i])) : value.Find(fields_[i]);
+      if (found_[i] == nullptr) return false;
+    }
+    return true;
+  }
+
+  Value Copy(const Value& value) const {
+    Value out = Value(Value::Object());
+    for (const std::string& f : fields_) {
+      if (const Value* field = value.FindPath(f)) out.Set(f, *field);
+    }
+    return out;
+  }
+
+  const std::vector<std::string> fields_;
+  const bool disjoint_;
+  std::vector<bool> dotted_;   // per field, whether it is a path (else a member's name)
+  std::vector<Value*> found_;  // per field, where it is in the record being processed
+  Value selected_;             // the selection's members, named once, between records
+};
+
+class SelectStep : public StepDefinition {
+ public:
+  explicit SelectStep(std::vector<std::string> fields) : fields_(std::move(fields)) {}
+  // "map", as before the step had a kind of its own: a checkpoint's fingerprint names it so.
+  std::string_view kind() const override { return "map"; }
+  Status Validate() const override {
+    return fields_.empty() ? Status::InvalidArgument("Select needs at least one field")
+                           : Status::OK();
+  }
+  void Describe(Fingerprint& fingerprint) const override {
+    Value::Array described(fields_.begin(), fields_.end());
+    fingerprint.Fixed("select", Value(std::move(described)));
+  }
+  Result<std::unique_ptr<Operator>> MakeOperator(const StepContext&) const override {
+    return std::unique_ptr<Operator>(new SelectOperator(fields_));
+  }
+
+ private:
+  std::vector<std::string> fields_;
+};
+
+// select: [user, page]
+Result<std::shared_ptr<const StepDefinition>> ParseSelect(const StepYaml& yaml) {
+  if (!yaml.body.IsSequence() || yaml.body.size() == 0) {
+    return yaml.body.Expected("a list of field names");
+  }
+  std::vector<std::string> fields;
+  for (const ConfigNode& item : yaml.body.Items()) {
+    WEIR_ASSIGN_OR_RETURN(std::string f, item.String());
+    fields.push_back(std::move(f));
+  }
+  return std::make_shared<SelectStep>(std::move(fields));
+}
+
+}  // namespace
+
+void RegisterSelect(KindRegistry& kinds) { kinds.Add(StepKind{"select", {}, ParseSelect}); }
+
+}  // namespace weir::dataflow
+
+namespace weir {
+
+Stream Stream::Select(std::vector<std::string> fields, std::string name) {
+  return dataflow::GraphAccess::AddStep(
+      *this, std::make_shared<dataflow::SelectStep>(std::move(fields)), std::move(name));
+}
+
+}  // namespace weir
