@@ -69,7 +69,7 @@ Word LoadWord(const char* p) {
 
 // Member names are short and mostly differ in length: compared inline rather than through a
 // call to memcmp, a name of 4 to 16 bytes as two words that may overlap (never reading past it).
-bool SameName(std::string_view a, std::string_view b) {
+[[gnu::always_inline]] inline bool SameName(std::string_view a, std::string_view b) {
   const size_t n = a.size();
   if (n != b.size()) return false;
   const char* x = a.data();
