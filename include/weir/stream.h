@@ -160,7 +160,7 @@ class Stream {
   Stream MapRecord(std::function<Value(const Record&)> fn, std::string name = "");
   // The value becomes an object of these fields of it (dotted paths: "address.city"), in this
   // order, each named by its path as given; fields the value lacks are left out. A projection
-  // without copying: the fields are lent to the next steps and given back (YAML `select:`).
+  // without copying: the fields are swapped out of the record, not copied (YAML `select:`).
   Stream Select(std::vector<std::string> fields, std::string name = "");
   // Keeps the records for which `pred` is true.
   Stream Filter(std::function<bool(const Value&)> pred, std::string name = "");

@@ -243,8 +243,8 @@ TEST(RecordOperations, BranchesOfOneStreamEachSeeTheWholeUnchangedRecord) {
                                       R"({"bob":"8"})", R"({"bob":10})"}));
 }
 
-// Select lends a record's fields to the steps after it instead of copying them, and the record
-// (a source's slot, rewritten batch after batch) keeps the values it is lent back. Over records
+// Select swaps a record's fields out to the steps after it instead of copying them, and the
+// record (a source's slot, rewritten batch after batch) keeps the values swapped in. Over records
 // of changing shapes (fields missing, in another order, of other types, values that are not
 // objects), more than a batch of them so that slots are reused, every selection is what copying
 // the fields gives: the fields present, in the order listed, named by their paths.

@@ -19,10 +19,9 @@ Stream Bids(Stream source) {
   return source.Filter([](const Value& v) { return IsType(v, "bid"); }, "bids");
 }
 
-// The queries Select only the fields they read before a repartition, as a SQL planner pushes
-// projections down: a bid's JSON is about 250 bytes, its bidder alone about 20.
-
-// The bid columns q0 and q1 emit.
+// The bid columns q0 and q1 emit. The other queries, too, Select only the fields they read
+// before a repartition, as a SQL planner pushes projections down: a bid's JSON is about 250
+// bytes, its bidder alone about 20.
 std::vector<std::string> BidColumns() { return {"auction", "bidder", "price", "dateTime", "extra"}; }
 
 // Those columns with another price (q1's, in euros).

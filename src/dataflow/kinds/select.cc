@@ -8,8 +8,10 @@
 // record (usually its source's slot, which the source rewrites in place) keeps its shape and
 // the memory of the values swapped in. A copy is made when the fields are not all there or
 // overlap (one path inside another, or listed twice), and for a fan-out's shared record.
-#include <algorithm>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "dataflow/builtin_kinds.h"
 #include "dataflow/graph.h"
