@@ -341,14 +341,39 @@ Value& Value::Set(std::string_view name, Value value) {
 
 namespace {
 
-// Whether any of the 8 bytes of `word` needs escaping in a JSON string: a control character
-// (< 0x20), '"' or '\\'. Exact (no false positives or negatives) for every byte value.
-bool WordNeedsEscape(uint64_t word) {
-  constexpr uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr uint64_t kHigh = 0x8080808080808080ULL;
-  auto has_zero_byte = [](uint64_t v) { return ((v - kOnes) & ~v & kHigh) != 0; };
-  const bool control = ((word - kOnes * 0x20) & ~word & kHigh) != 0;
-  return control || has_zero_byte(word ^ (kOnes * '"')) || has_zero_byte(word ^ (kOnes * '\\'));
+// Bit i set when byte i of the 16 at `p` needs escaping in a JSON string: a control character
+// (< 0x20), '"' or '\\'. Exact for every byte value.
+[[gnu::always_inline]] inline unsigned EscapeMarks16(const char* p) {
+#if defined(__SSE2__)
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i control =
+      _mm_cmpeq_epi8(_mm_max_epu8(bytes, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f));  // <= 0x1f
+  const __m128i quote = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('"'));
+  const __m128i backslash = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\'));
+  return static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash))));
+#else
+  unsigned marks = 0;
+  for (unsigned i = 0; i < 16; ++i) {
+    const auto c = static_cast<unsigned char>(p[i]);
+    if (c < 0x20 || c == '"' || c == '\\') marks |= 1U << i;
+  }
+  return marks;
+#endif
+}
+
+// The first `n` < 16 bytes at `p` copied into `block`, the rest of it bytes that need no escape;
+// without a call to memcpy for the length not known when compiling.
+[[gnu::always_inline]] inline void LoadShort(char (&block)[16], const char* p, size_t n) {
+  std::memset(block, 'a', sizeof block);
+  if (n >= 8) {
+    std::memcpy(block + n - 8, p + n - 8, 8);
+    std::memcpy(block, p, 8);
+  } else if (n >= 4) {
+    std::memcpy(block + n - 4, p + n - 4, 4);
+    std::memcpy(block, p, 4);
+  } else {
+    for (size_t i = 0; i < n; ++i) block[i] = p[i];
+  }
 }
 
 // Writes JSON at the end of a std::string through a raw cursor. Room is made ahead (the string
@@ -432,46 +457,37 @@ void JsonWriter::Escape(unsigned char c) {
 }
 
 void JsonWriter::String(std::string_view s) {
-  const char* const data = s.data();
-  const size_t size = s.size();
-  Byte('"');
-  size_t run_start = 0;  // bytes [run_start, i) need no escape and are not yet copied
-  size_t i = 0;
-  while (i < size) {
-#if defined(__SSE2__)
-    // Skip 16 bytes at a time while nothing in them needs escaping (most strings, whole).
-    if (i + 16 <= size) {
-      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i));
-      const __m128i control = _mm_cmpeq_epi8(_mm_max_epu8(bytes, _mm_set1_epi8(0x1f)),
-                                             _mm_set1_epi8(0x1f));  // bytes <= 0x1f
-      const __m128i quote = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('"'));
-      const __m128i backslash = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\'));
-      const int marks = _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash)));
-      if (marks == 0) {
-        i += 16;
-        continue;
-      }
-      i += static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(marks)));  // the first to escape
+  const char* data = s.data();
+  size_t left = s.size();
+  // Scans and copies 16 bytes at a time in one pass: a block is stored whole at the cursor,
+  // which then moves past the bytes before the first one that needs escaping. So room for what
+  // is left unescaped, one block past it and the closing quote; made again after each escape.
+  Room(left + 2 + 16);
+  *cursor_++ = '"';
+  while (left > 0) {
+    char last[16];
+    const char* block = data;
+    if (left < 16) {
+      LoadShort(last, data, left);
+      block = last;
     }
-#endif
-    // Skip a word at a time while nothing in it needs escaping.
-    if (i + 8 <= size) {
-      uint64_t word;
-      std::memcpy(&word, data + i, 8);
-      if (!WordNeedsEscape(word)) {
-        i += 8;
-        continue;
-      }
+    std::memcpy(cursor_, block, 16);
+    const unsigned marks = EscapeMarks16(block);
+    const size_t clean = marks == 0 ? 16 : static_cast<size_t>(__builtin_ctz(marks));
+    if (clean >= left) {
+      cursor_ += left;
+      break;
     }
-    const unsigned char c = static_cast<unsigned char>(data[i]);
-    ++i;
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    Bytes(data + run_start, i - 1 - run_start);
-    run_start = i;
-    Escape(c);
+    cursor_ += clean;
+    data += clean;
+    left -= clean;
+    if (clean == 16) continue;
+    Escape(static_cast<unsigned char>(*data));
+    ++data;
+    --left;
+    Room(left + 1 + 16);
   }
-  Bytes(data + run_start, size - run_start);
-  Byte('"');
+  *cursor_++ = '"';
 }
 
 void JsonWriter::Value(const weir::Value& v) {

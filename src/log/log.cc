@@ -420,6 +420,12 @@ std::vector<Partition::State::PlannedBatch> Partition::State::PlanBatches() cons
   std::vector<PlannedBatch> planned;
   for (const PendingChunk& chunk : flushing) {
     const char* d = chunk.data.get();
+    if (chunk.size <= kMaxBatchPayload) {
+      // One batch, its count kept by AddPending and KeepPending: no walk over records whose
+      // bytes have left the caches since they were appended (5% of q0 with the topic sink).
+      if (chunk.count > 0) planned.push_back({d, chunk.size, static_cast<uint32_t>(chunk.count)});
+      continue;
+    }
     size_t begin = 0, pos = 0;
     uint32_t n = 0;
     while (pos < chunk.size) {
