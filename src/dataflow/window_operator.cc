@@ -218,12 +218,15 @@ class WindowOperator : public Operator {
     while (!index_.empty() && partition_bounds_.Closes(index_.first().end)) {
       IndexEntry due = index_.TakeFirst();
       ctx_.CountExpiryVisits(1);
-      auto state = store_.Get(due.key);
+      // One lookup: Mutate, then Delete when the key turns out to have no windows left (Mutate
+      // gave a null value, which must not be written at the checkpoint).
+      auto state = store_.Mutate(due.key);
       if (!state.ok()) return Fail(state.status());
-      if (*state == nullptr) continue;  // the key has no windows left
-      auto mutable_state = store_.Mutate(due.key);
-      if (!mutable_state.ok()) return Fail(mutable_state.status());
-      Result<KeyState> opened = windows_.View(**mutable_state);
+      if ((*state)->is_null()) {
+        store_.Delete(due.key);
+        continue;
+      }
+      Result<KeyState> opened = windows_.View(**state);
       if (!opened.ok()) return Fail(opened.status());
       KeyState& key = *opened;
       size_t i = key.LowerBound(due.start);
