@@ -118,7 +118,11 @@ rocksdb::ColumnFamilyOptions MakeFamilyOptions() {
 // KeyValueStore
 
 KeyValueStore::KeyValueStore(TaskStore* owner, std::string name, rocksdb::ColumnFamilyHandle* cf)
-    : owner_(owner), name_(std::move(name)), cf_(cf) {}
+    : owner_(owner), name_(std::move(name)), cf_(cf) {
+  std::unique_ptr<rocksdb::Iterator> any(owner_->db_->NewIterator(rocksdb::ReadOptions(), cf_));
+  any->SeekToFirst();
+  cache_holds_every_key_ = !any->Valid() && any->status().ok();
+}
 
 Result<const Value*> KeyValueStore::Get(std::string_view key) {
   CacheNode* node = cache_.find(key);
@@ -129,6 +133,12 @@ Result<const Value*> KeyValueStore::Get(std::string_view key) {
 }
 
 Result<KeyValueStore::CacheNode*> KeyValueStore::Load(std::string_view key) {
+  if (cache_holds_every_key_) {
+    Entry absent;
+    absent.maybe_committed = false;
+    return cache_.emplace(key, std::move(absent));
+  }
+  ++rocksdb_reads_;
   rocksdb::PinnableSlice bytes;
   rocksdb::Status s = owner_->db_->Get(rocksdb::ReadOptions(), cf_, ToSlice(key), &bytes);
   Entry entry;
@@ -354,9 +364,10 @@ void KeyValueStore::MarkCommitted(size_t cache_max_entries) {
   // are those first in hash order: effectively random.
   if (cache_.size() > cache_max_entries) {
     size_t excess = cache_.size() - cache_max_entries;
-    cache_.erase_if([&excess](const CacheNode& node) {
+    cache_.erase_if([this, &excess](const CacheNode& node) {
       if (excess == 0 || node.second.dirty) return false;
       --excess;
+      cache_holds_every_key_ = false;  // a clean entry leaves: it has a value in RocksDB
       return true;
     });
   }
@@ -368,6 +379,7 @@ void KeyValueStore::MarkRolledBack() {
 }
 
 void KeyValueStore::DropClean() {
+  cache_holds_every_key_ = false;
   cache_.erase_if([](const CacheNode& node) { return !node.second.dirty; });
 }
 

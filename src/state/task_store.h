@@ -79,6 +79,9 @@ class KeyValueStore {
   // Entries changed since the last checkpoint.
   size_t dirty_count() const { return dirty_index_.size() + unindexed_.size(); }
   size_t cached_count() const { return cache_.size(); }
+  // Cache misses that read RocksDB. None while the cache holds every key the store has (see
+  // cache_holds_every_key_): a miss is then a new key, known absent without a lookup.
+  int64_t rocksdb_reads() const { return rocksdb_reads_; }
 
  private:
   friend class TaskStore;
@@ -106,7 +109,8 @@ class KeyValueStore {
   Entry& Touch(std::string_view key);
   // Marks a cached entry written since the last checkpoint.
   void MarkWritten(CacheNode& node);
-  // A cache miss: reads the committed value and caches it (or its absence) as clean.
+  // A cache miss: reads the committed value (unless cache_holds_every_key_) and caches it (or
+  // its absence) as clean.
   Result<CacheNode*> Load(std::string_view key);
   Result<Value> Decode(std::string_view key, std::string_view bytes) const;
   // Moves unindexed_ into dirty_index_.
@@ -124,6 +128,14 @@ class KeyValueStore {
   std::string name_;
   rocksdb::ColumnFamilyHandle* cf_;
   Cache cache_;
+  // Whether every key with a value in RocksDB is in cache_: true from an open that found the
+  // store empty until an entry with a value leaves the cache (eviction at a commit) or RocksDB
+  // gets writes the cache did not make (a recovered checkpoint committed: DropClean). Entries
+  // that leave as committed deletes keep it true: RocksDB has no value for them. A store that
+  // starts empty and fits its cache (a benchmark, a new pipeline's first hours) never reads
+  // RocksDB for its new keys.
+  bool cache_holds_every_key_ = false;
+  int64_t rocksdb_reads_ = 0;
   // Every dirty entry is in exactly one of these two. dirty_index_ holds them in key order (views
   // of cache_'s keys: its nodes never move), so that a Scan merges them with the
   // committed state without sorting the cache. A first write only appends to unindexed_, and the

@@ -516,6 +516,49 @@ TEST_F(TaskStoreTest, EvictedValuesAreReadBackFromRocksDB) {
   for (int i = 0; i < 100; ++i) EXPECT_EQ(GetInt(counts, key(i)), i + 1000) << i;
 }
 
+TEST_F(TaskStoreTest, AStoreOpenedEmptyAnswersMissesWithoutRocksDBUntilAValueLeavesTheCache) {
+  TaskStoreOptions options;
+  options.cache_max_entries = 8;
+  auto key = [](int i) {
+    std::string k = MessageKeyPrefix("user");
+    AppendInt64Field(k, i);
+    return k;
+  };
+  auto store = Open(options);
+  ASSERT_NE(store, nullptr);
+  {
+    KeyValueStore& counts = store->store("counts");
+    for (int i = 0; i < 5; ++i) {
+      auto missing = counts.Get(key(i));
+      ASSERT_TRUE(missing.ok());
+      EXPECT_EQ(*missing, nullptr);
+      counts.Put(key(i), i);
+    }
+    Checkpoint(*store, "c1");
+    counts.Delete(key(0));  // a committed delete leaves the cache; RocksDB has no value either
+    Checkpoint(*store, "c2");
+    EXPECT_EQ(GetInt(counts, key(0)), std::nullopt);
+    EXPECT_EQ(GetInt(counts, key(1)), 1);
+    EXPECT_EQ(counts.rocksdb_reads(), 0);
+    // Past the cache's size: clean entries with values leave, and are read back from RocksDB.
+    for (int i = 0; i < 100; ++i) counts.Put(key(i), i + 1000);
+    Checkpoint(*store, "c3");
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(GetInt(counts, key(i)), i + 1000) << i;
+    EXPECT_GT(counts.rocksdb_reads(), 0);
+    EXPECT_EQ(GetInt(counts, key(500)), std::nullopt);
+  }
+  // Reopened with values in RocksDB: misses read it.
+  store.reset();
+  store = Open(options);
+  ASSERT_NE(store, nullptr);
+  KeyValueStore& counts = store->store("counts");
+  EXPECT_EQ(GetInt(counts, key(7)), 1007);
+  EXPECT_EQ(counts.rocksdb_reads(), 1);
+  // The other store of the same RocksDB was empty at the open: it reads nothing.
+  EXPECT_EQ(GetInt(store->store("windows"), key(7)), std::nullopt);
+  EXPECT_EQ(store->store("windows").rocksdb_reads(), 0);
+}
+
 TEST_F(TaskStoreTest, MutateChangesTheValueInPlaceAndItIsCheckpointed) {
   TaskStoreOptions options;
   options.cache_max_entries = 1;  // the second round reads evicted values back from RocksDB
