@@ -172,6 +172,10 @@ class Stream {
   Stream Apply(std::function<std::optional<Value>(const Value&, State&)> fn, std::string name = "");
   // Changes the value in place, with the key's state; the record goes on.
   Stream Update(std::function<void(Value&, State&)> fn, std::string name = "");
+  // Changes the value in place, without state: a Map that changes some fields, without building
+  // a new value (after a Select, say). A function that throws sends the record, as it left it,
+  // to the dead-letter topic.
+  Stream Update(std::function<void(Value&)> fn, std::string name = "");
   // A keyed process function (weir/process.h): per record key, engine-owned state and
   // event-time timers, results validated before they are applied, exactly once. Link
   // weir::process (part of weir::weir).

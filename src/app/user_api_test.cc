@@ -243,6 +243,44 @@ TEST(RecordOperations, BranchesOfOneStreamEachSeeTheWholeUnchangedRecord) {
                                       R"({"bob":"8"})", R"({"bob":10})"}));
 }
 
+// Update without state changes the value in place: after a Select (the record it is handed is
+// its own), and on a fan-out's record, which it copies first so that the other branch sees the
+// record unchanged. A function that throws dead-letters its record and the run goes on.
+TEST(RecordOperations, UpdateWithoutStateChangesTheValueInPlaceAndOtherBranchesSeeItUnchanged) {
+  TempDir dir;
+  WriteAmounts(dir);
+  Application app(TestOptions(dir));
+  Stream in = app.FromFile(UserFile(dir / "in.jsonl"));
+  auto times_ten = [](Value& v) {
+    Value& amount = *v.Find("amount");
+    amount = amount.as_int() * 10;  // records 4 and 8 hold a string: ValueTypeError
+  };
+  in.Select({"amount", "user"}).Update(times_ten).ToFile(dir / "selected.jsonl");
+  in.Update(times_ten).ToFile(dir / "shared.jsonl");
+  in.ToFile(dir / "all.jsonl");
+  auto summary = app.Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  auto values = [&](const char* file) {
+    std::vector<std::string> out;
+    for (const std::string& line : ReadLines(dir / file)) {
+      out.push_back(Value::Parse(line)->Find("value")->ToJson());
+    }
+    return out;
+  };
+  const std::vector<std::string> selected = values("selected.jsonl");
+  ASSERT_EQ(selected.size(), 8u);
+  EXPECT_EQ(selected[0], R"({"amount":10,"user":"ann"})");
+  EXPECT_EQ(selected[7], R"({"amount":100,"user":"bob"})");
+  const std::vector<std::string> shared = values("shared.jsonl");
+  ASSERT_EQ(shared.size(), 8u);
+  EXPECT_EQ(shared[2], R"({"user":"ann","ts":3000,"amount":30})");
+  const std::vector<std::string> all = values("all.jsonl");
+  ASSERT_EQ(all.size(), 10u);
+  EXPECT_EQ(all[2], R"({"user":"ann","ts":3000,"amount":3})");
+  EXPECT_EQ(all[3], R"({"user":"bob","ts":4000,"amount":"4"})");
+  EXPECT_EQ(Reasons(dir).size(), 4u);  // records 4 and 8, in each of the two branches
+}
+
 // Select swaps a record's fields out to the steps after it instead of copying them, and the
 // record (a source's slot, rewritten batch after batch) keeps the values swapped in. Over records
 // of changing shapes (fields missing, in another order, of other types, values that are not

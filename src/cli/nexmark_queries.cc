@@ -24,15 +24,6 @@ Stream Bids(Stream source) {
 // bytes, its bidder alone about 20.
 std::vector<std::string> BidColumns() { return {"auction", "bidder", "price", "dateTime", "extra"}; }
 
-// Those columns with another price (q1's, in euros).
-Value BidRow(const Value& bid, Value price) {
-  return Value(Value::Object{{"auction", Field(bid, "auction")},
-                             {"bidder", Field(bid, "bidder")},
-                             {"price", std::move(price)},
-                             {"dateTime", Field(bid, "dateTime")},
-                             {"extra", Field(bid, "extra")}});
-}
-
 // The query's results: to the output topic, or dropped (QueryOptions::discard_output).
 void Emit(Stream results, const QueryOptions& options) {
   if (options.discard_output) {
@@ -85,11 +76,14 @@ void AddQ0(Stream source, const QueryOptions& options) {
 
 // Currency conversion: the price in euros.
 void AddQ1(Stream source, const QueryOptions& options) {
-  Stream results = Bids(source).Map(
-      [](const Value& bid) {
-        return BidRow(bid, Value(static_cast<double>(Int(bid, "price")) * 0.908));
-      },
-      "q1-euros");
+  Stream results = Bids(source)
+                       .Select(BidColumns(), "q1-project")
+                       .Update(
+                           [](Value& row) {
+                             Value& price = *row.Find("price");
+                             price = static_cast<double>(price.as_int()) * 0.908;
+                           },
+                           "q1-euros");
   Emit(results, options);
 }
 

@@ -1,5 +1,6 @@
 // The map kind: each record's value becomes what a function of the value (Stream::Map) or of the
-// whole record (Stream::MapRecord) returns (select.cc is the map that keeps some fields). And
+// whole record (Stream::MapRecord) returns, or is changed in place by one (Stream::Update
+// without state; select.cc is the map that keeps some fields). And
 // the with-timestamp kind: each record's event time becomes what a function of it returns
 // (Stream::WithTimestamp).
 #include <functional>
@@ -55,6 +56,41 @@ class MapStep : public StepDefinition {
   MapFunction fn_;
 };
 
+using UpdateFunction = std::function<void(Value&)>;
+
+// The value changed in place (Stream::Update without state): what a map that returns the value
+// with some fields changed does, without building a new value. A fan-out's shared record is
+// copied first (Operator::ProcessShared), so that the other branches see it unchanged.
+class UpdateOperator : public Operator {
+ public:
+  UpdateOperator(UpdateFunction fn, const StepContext& context)
+      : fn_(std::move(fn)), user_(context.task, context.step_name) {}
+  void Process(Record&& r) override {
+    if (user_.Call(r, [&] { fn_(r.value); })) Forward(std::move(r));
+  }
+
+ private:
+  UpdateFunction fn_;
+  UserFunctionCaller user_;
+};
+
+class UpdateStep : public StepDefinition {
+ public:
+  explicit UpdateStep(UpdateFunction fn) : fn_(std::move(fn)) {}
+  // "map": a stateless function of the value, as a Map is (a checkpoint's fingerprint names it
+  // so; stateful Update is "update").
+  std::string_view kind() const override { return "map"; }
+  Status Validate() const override {
+    return fn_ ? Status::OK() : Status::InvalidArgument("Update needs a function");
+  }
+  Result<std::unique_ptr<Operator>> MakeOperator(const StepContext& context) const override {
+    return std::unique_ptr<Operator>(new UpdateOperator(fn_, context));
+  }
+
+ private:
+  UpdateFunction fn_;
+};
+
 using TimestampFunction = std::function<EventTime(const Record&)>;
 
 class WithTimestampOperator : public Operator {
@@ -103,6 +139,11 @@ Stream Stream::Map(std::function<Value(const Value&)> fn, std::string name) {
 Stream Stream::MapRecord(std::function<Value(const Record&)> fn, std::string name) {
   return dataflow::GraphAccess::AddStep(
       *this, std::make_shared<dataflow::MapStep>(std::move(fn)), std::move(name));
+}
+
+Stream Stream::Update(std::function<void(Value&)> fn, std::string name) {
+  return dataflow::GraphAccess::AddStep(
+      *this, std::make_shared<dataflow::UpdateStep>(std::move(fn)), std::move(name));
 }
 
 Stream Stream::WithTimestamp(std::function<EventTime(const Record&)> fn, std::string name) {
