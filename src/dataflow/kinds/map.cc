@@ -14,6 +14,27 @@
 namespace weir::dataflow {
 namespace {
 
+// A step of one function run by an operator `Op(fn, context)`: kind() names it in a checkpoint's
+// fingerprint; `api` names the call in Validate's refusal of an empty function.
+template <typename Op, typename Fn>
+class FunctionStep : public StepDefinition {
+ public:
+  FunctionStep(std::string_view kind, std::string_view api, Fn fn)
+      : kind_(kind), api_(api), fn_(std::move(fn)) {}
+  std::string_view kind() const override { return kind_; }
+  Status Validate() const override {
+    return fn_ ? Status::OK() : Status::InvalidArgument(std::string(api_) + " needs a function");
+  }
+  Result<std::unique_ptr<Operator>> MakeOperator(const StepContext& context) const override {
+    return std::unique_ptr<Operator>(new Op(fn_, context));
+  }
+
+ private:
+  std::string_view kind_;
+  std::string_view api_;
+  Fn fn_;
+};
+
 using MapFunction = std::function<Value(const Record&)>;
 
 class MapOperator : public Operator {
@@ -41,21 +62,6 @@ class MapOperator : public Operator {
   UserFunctionCaller user_;
 };
 
-class MapStep : public StepDefinition {
- public:
-  explicit MapStep(MapFunction fn) : fn_(std::move(fn)) {}
-  std::string_view kind() const override { return "map"; }
-  Status Validate() const override {
-    return fn_ ? Status::OK() : Status::InvalidArgument("Map needs a function");
-  }
-  Result<std::unique_ptr<Operator>> MakeOperator(const StepContext& context) const override {
-    return std::unique_ptr<Operator>(new MapOperator(fn_, context));
-  }
-
- private:
-  MapFunction fn_;
-};
-
 using UpdateFunction = std::function<void(Value&)>;
 
 // The value changed in place (Stream::Update without state): what a map that returns the value
@@ -72,23 +78,6 @@ class UpdateOperator : public Operator {
  private:
   UpdateFunction fn_;
   UserFunctionCaller user_;
-};
-
-class UpdateStep : public StepDefinition {
- public:
-  explicit UpdateStep(UpdateFunction fn) : fn_(std::move(fn)) {}
-  // "map": a stateless function of the value, as a Map is (a checkpoint's fingerprint names it
-  // so; stateful Update is "update").
-  std::string_view kind() const override { return "map"; }
-  Status Validate() const override {
-    return fn_ ? Status::OK() : Status::InvalidArgument("Update needs a function");
-  }
-  Result<std::unique_ptr<Operator>> MakeOperator(const StepContext& context) const override {
-    return std::unique_ptr<Operator>(new UpdateOperator(fn_, context));
-  }
-
- private:
-  UpdateFunction fn_;
 };
 
 using TimestampFunction = std::function<EventTime(const Record&)>;
@@ -109,21 +98,6 @@ class WithTimestampOperator : public Operator {
   UserFunctionCaller user_;
 };
 
-class WithTimestampStep : public StepDefinition {
- public:
-  explicit WithTimestampStep(TimestampFunction fn) : fn_(std::move(fn)) {}
-  std::string_view kind() const override { return "with-timestamp"; }
-  Status Validate() const override {
-    return fn_ ? Status::OK() : Status::InvalidArgument("WithTimestamp needs a function");
-  }
-  Result<std::unique_ptr<Operator>> MakeOperator(const StepContext& context) const override {
-    return std::unique_ptr<Operator>(new WithTimestampOperator(fn_, context));
-  }
-
- private:
-  TimestampFunction fn_;
-};
-
 }  // namespace
 
 }  // namespace weir::dataflow
@@ -137,18 +111,23 @@ Stream Stream::Map(std::function<Value(const Value&)> fn, std::string name) {
 }
 
 Stream Stream::MapRecord(std::function<Value(const Record&)> fn, std::string name) {
-  return dataflow::GraphAccess::AddStep(
-      *this, std::make_shared<dataflow::MapStep>(std::move(fn)), std::move(name));
+  using Step = dataflow::FunctionStep<dataflow::MapOperator, dataflow::MapFunction>;
+  return dataflow::GraphAccess::AddStep(*this, std::make_shared<Step>("map", "Map", std::move(fn)),
+                                        std::move(name));
 }
 
 Stream Stream::Update(std::function<void(Value&)> fn, std::string name) {
+  // "map": a stateless function of the value, as a Map is (stateful Update is "update").
+  using Step = dataflow::FunctionStep<dataflow::UpdateOperator, dataflow::UpdateFunction>;
   return dataflow::GraphAccess::AddStep(
-      *this, std::make_shared<dataflow::UpdateStep>(std::move(fn)), std::move(name));
+      *this, std::make_shared<Step>("map", "Update", std::move(fn)), std::move(name));
 }
 
 Stream Stream::WithTimestamp(std::function<EventTime(const Record&)> fn, std::string name) {
+  using Step = dataflow::FunctionStep<dataflow::WithTimestampOperator, dataflow::TimestampFunction>;
   return dataflow::GraphAccess::AddStep(
-      *this, std::make_shared<dataflow::WithTimestampStep>(std::move(fn)), std::move(name));
+      *this, std::make_shared<Step>("with-timestamp", "WithTimestamp", std::move(fn)),
+      std::move(name));
 }
 
 }  // namespace weir
