@@ -29,6 +29,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <optional>
 #include <stdexcept>
@@ -64,6 +65,35 @@ struct PoolAllocator {
     return true;
   }
 };
+
+template <typename Word>
+inline Word LoadWord(const char* p) {
+  Word w;
+  std::memcpy(&w, p, sizeof(w));
+  return w;
+}
+
+// Member names are short and mostly differ in length: compared inline rather than through a
+// call to memcmp, a name of 4 to 16 bytes as two words that may overlap (never reading past it).
+[[gnu::always_inline]] inline bool SameName(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  const char* x = a.data();
+  const char* y = b.data();
+  if (n >= 8) {
+    if (n > 16) return std::memcmp(x, y, n) == 0;
+    return LoadWord<uint64_t>(x) == LoadWord<uint64_t>(y) &&
+           LoadWord<uint64_t>(x + n - 8) == LoadWord<uint64_t>(y + n - 8);
+  }
+  if (n >= 4) {
+    return LoadWord<uint32_t>(x) == LoadWord<uint32_t>(y) &&
+           LoadWord<uint32_t>(x + n - 4) == LoadWord<uint32_t>(y + n - 4);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (x[i] != y[i]) return false;
+  }
+  return true;
+}
 }  // namespace internal
 
 // What an accessor throws when a value holds another type than the one asked for:
@@ -166,11 +196,21 @@ class Value {
     ObjectWriter(const ObjectWriter&) = delete;
     ObjectWriter& operator=(const ObjectWriter&) = delete;
     // The value of the next member, named `name`: the reused slot's old value until written.
-    Value& Add(std::string_view name);
+    // Inline: a source writes every member of every record through it.
+    Value& Add(std::string_view name) {
+      if (next_ == end_) [[unlikely]]
+        return Append(name);
+      Member& member = *next_++;
+      if (!internal::SameName(member.first, name)) member.first.assign(name);
+      return member.second;
+    }
 
    private:
+    Value& Append(std::string_view name);  // a member past those the object had
+    ptrdiff_t Used() const { return next_ - members_->data(); }
     Object* members_;
-    size_t used_ = 0;
+    Member* next_;  // the member the next Add reuses
+    Member* end_;   // past the last member the object had (or appended)
   };
   // The same for the items of an array.
   class ArrayWriter {

@@ -60,35 +60,6 @@ bool AssignDom(simdjson::dom::element e, Value& target, int levels_left) {
   return true;
 }
 
-template <typename Word>
-Word LoadWord(const char* p) {
-  Word w;
-  std::memcpy(&w, p, sizeof(w));
-  return w;
-}
-
-// Member names are short and mostly differ in length: compared inline rather than through a
-// call to memcmp, a name of 4 to 16 bytes as two words that may overlap (never reading past it).
-[[gnu::always_inline]] inline bool SameName(std::string_view a, std::string_view b) {
-  const size_t n = a.size();
-  if (n != b.size()) return false;
-  const char* x = a.data();
-  const char* y = b.data();
-  if (n >= 8) {
-    if (n > 16) return std::memcmp(x, y, n) == 0;
-    return LoadWord<uint64_t>(x) == LoadWord<uint64_t>(y) &&
-           LoadWord<uint64_t>(x + n - 8) == LoadWord<uint64_t>(y + n - 8);
-  }
-  if (n >= 4) {
-    return LoadWord<uint32_t>(x) == LoadWord<uint32_t>(y) &&
-           LoadWord<uint32_t>(x + n - 4) == LoadWord<uint32_t>(y + n - 4);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (x[i] != y[i]) return false;
-  }
-  return true;
-}
-
 enum BinaryTag : uint8_t {
   kTagNull = 0,
   kTagFalse = 1,
@@ -218,20 +189,16 @@ void Value::AssignString(std::string_view s) {
 Value::ObjectWriter::ObjectWriter(Value& target) {
   if (!target.is_object()) target.v_ = Object();
   members_ = &std::get<Object>(target.v_);
+  next_ = members_->data();
+  end_ = next_ + members_->size();
 }
 
-Value::ObjectWriter::~ObjectWriter() {
-  members_->erase(members_->begin() + static_cast<ptrdiff_t>(used_), members_->end());
-}
+Value::ObjectWriter::~ObjectWriter() { members_->erase(members_->begin() + Used(), members_->end()); }
 
-Value& Value::ObjectWriter::Add(std::string_view name) {
-  if (used_ == members_->size()) {
-    ++used_;
-    return members_->emplace_back(std::string(name), Value()).second;
-  }
-  Member& member = (*members_)[used_++];
-  if (!SameName(member.first, name)) member.first.assign(name);
-  return member.second;
+Value& Value::ObjectWriter::Append(std::string_view name) {
+  Value& added = members_->emplace_back(std::string(name), Value()).second;
+  next_ = end_ = members_->data() + members_->size();
+  return added;
 }
 
 Value::ArrayWriter::ArrayWriter(Value& target) {
@@ -284,7 +251,7 @@ const Value* Value::Find(std::string_view name) const {
   const Object* o = std::get_if<Object>(&v_);
   if (o == nullptr) return nullptr;
   for (const Member& m : *o) {
-    if (SameName(m.first, name)) return &m.second;
+    if (internal::SameName(m.first, name)) return &m.second;
   }
   return nullptr;
 }
