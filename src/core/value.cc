@@ -193,7 +193,9 @@ Value::ObjectWriter::ObjectWriter(Value& target) {
   end_ = next_ + members_->size();
 }
 
-Value::ObjectWriter::~ObjectWriter() { members_->erase(members_->begin() + Used(), members_->end()); }
+Value::ObjectWriter::~ObjectWriter() {
+  members_->erase(members_->begin() + Used(), members_->end());
+}
 
 Value& Value::ObjectWriter::Append(std::string_view name) {
   Value& added = members_->emplace_back(std::string(name), Value()).second;
@@ -317,7 +319,8 @@ namespace {
       _mm_cmpeq_epi8(_mm_max_epu8(bytes, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f));  // <= 0x1f
   const __m128i quote = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('"'));
   const __m128i backslash = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\'));
-  return static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash))));
+  return static_cast<unsigned>(
+      _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash))));
 #else
   unsigned marks = 0;
   for (unsigned i = 0; i < 16; ++i) {

@@ -968,6 +968,30 @@ TEST(ValueJson, WritersReusingOneValueGiveWhatAFreshValueHolds) {
   }
 }
 
+// The writer scans and copies strings 16 bytes at a time, a shorter tail through a padded block:
+// every length around those sizes, with a byte of each kind (escaped or not) at every position,
+// alone and beside another escape, gives the reference's text, after what `out` held.
+TEST(ValueJson, StringsAreEscapedAtEveryPositionAndLength) {
+  const unsigned char kinds[] = {0x00, 0x01, 0x1f, '"',  '\\', '\n',
+                                 '\t', 0x20, 'a',  0x7f, 0x80, 0xff};
+  for (size_t length = 0; length <= 49; ++length) {
+    for (size_t at = 0; at < std::max<size_t>(length, 1); ++at) {
+      for (unsigned char kind : kinds) {
+        for (bool second : {false, true}) {
+          std::string s(length, 'x');
+          for (size_t i = 0; i < length; ++i) s[i] = static_cast<char>('a' + i % 26);
+          if (length > 0) s[at] = static_cast<char>(kind);
+          if (second && length > 1) s[(at + 7) % length] = '"';
+          std::string out = "prefix";
+          AppendJsonString(out, s);
+          ASSERT_EQ(out, "prefix" + CanonicalString(s))
+              << "length " << length << " at " << at << " byte " << int{kind};
+        }
+      }
+    }
+  }
+}
+
 TEST(ValueJson, ObjectWriterShrinksGrowsAndRenamesMembers) {
   Value v;
   {
