@@ -246,14 +246,17 @@ TEST(PartitionReader, SeesRecordsAppendedAfterItCaughtUp) {
 TEST(GroupCommit, RecordsAreNotVisibleBeforeDurable) {
   TempDir dir;
   LogOptions options = Options(dir.path());
-  options.group_commit_interval = std::chrono::seconds(30);  // the committer stays asleep
+  options.group_commit_interval = std::chrono::seconds(30);  // no flush at an interval's end
   auto store = OpenOrDie(options);
   Partition& p = CreateOrDie(*store, "t")->partition(PartitionId(0));
   AppendN(p, 10);
   EXPECT_EQ(p.WrittenEnd(), Offset(10));
-  EXPECT_EQ(p.DurableEnd(), Offset(0));
-  EXPECT_EQ(p.NextOffset(), Offset(0));
-  EXPECT_TRUE(ReadAll(p).empty());
+  // The first append after an idle spell wakes the committer, which may write what is pending
+  // by the time it runs (under load, part of the ten): whatever it has made durable, a reader
+  // sees no more. The visible end is read first: the writer moves it after the durable end.
+  const Offset visible = p.NextOffset();
+  EXPECT_LE(visible.value(), p.DurableEnd().value());
+  EXPECT_LE(ReadAll(p).size(), static_cast<size_t>(p.DurableEnd().value()));
   ASSERT_TRUE(p.WaitDurable(Offset(10)).ok());  // a waiter makes the committer flush at once
   EXPECT_EQ(p.DurableEnd(), Offset(10));
   EXPECT_EQ(p.NextOffset(), Offset(10));
