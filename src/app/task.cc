@@ -72,10 +72,7 @@ Status Task::Open(int64_t checkpoint) {
   WEIR_RETURN_IF_ERROR(OpenInputs(by_step));
   WEIR_RETURN_IF_ERROR(RestoreProgress());
   WEIR_RETURN_IF_ERROR(MakeOperators(by_step));
-  for (Input& input : inputs_) {
-    input.root->CollectPrefetching(input.prefetching);
-    input.poll_records = input.prefetching.empty() ? kPollRecordsWithoutPrefetch : kBatchRecords;
-  }
+  for (Input& input : inputs_) input.root->CollectPrefetching(input.prefetching);
   // Writers for the dead letters exist from the start so that a source can use them.
   TopicOutput(sub_.dead_letter_topic);
   return Status::OK();
@@ -248,10 +245,12 @@ Result<bool> Task::ProcessInputs(bool& all_ended) {
       input.next = 0;
       input.next_mark = 0;
       current_input_ = static_cast<int32_t>(i);
+      const size_t poll_records =
+          input.prefetching.empty() ? kPollRecordsWithoutPrefetch : kBatchRecords;
       WEIR_ASSIGN_OR_RETURN(
           dataflow::PollResult result,
           input.source->Poll(
-              n == 1 ? std::min(input.poll_records, kBatchRecords - processed) : kBatchRecords,
+              n == 1 ? std::min(poll_records, kBatchRecords - processed) : kBatchRecords,
               input.batch, *this));
       if (result == dataflow::PollResult::kEnd) {
         input.ended = true;

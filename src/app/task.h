@@ -92,7 +92,6 @@ class Task : public dataflow::TaskContext {
     std::unique_ptr<dataflow::Source> source;
     std::unique_ptr<dataflow::Operator> root;
     std::vector<dataflow::Operator*> prefetching;  // root->CollectPrefetching: called directly
-    size_t poll_records = 0;  // records per poll when it is the task's only input (task.cc)
     dataflow::SourceBatch batch;
     size_t next = 0;  // the next record of `batch` to process
     bool ended = false;

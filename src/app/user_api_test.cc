@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <stdexcept>
 
@@ -45,6 +46,17 @@ void WriteAmounts(const TempDir& dir) {
                     std::to_string(i * 1000) + R"(,"amount":)" + amount + "}");
   }
   WriteLines(dir / "in.jsonl", lines);
+}
+
+// The values of the records a file sink wrote, as JSON text, in order.
+std::vector<std::string> ValuesWritten(const std::filesystem::path& file) {
+  std::vector<std::string> out;
+  for (const std::string& line : ReadLines(file)) {
+    Result<Value> parsed = Value::Parse(line);
+    EXPECT_TRUE(parsed.ok()) << line;
+    if (parsed.ok()) out.push_back(parsed->Find("value")->ToJson());
+  }
+  return out;
 }
 
 std::vector<std::string> Reasons(const TempDir& dir) {
@@ -216,15 +228,7 @@ TEST(RecordOperations, BranchesOfOneStreamEachSeeTheWholeUnchangedRecord) {
   in.ToFile(dir / "all.jsonl");
   auto summary = app.Run();
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
-  auto values = [&](const char* file) {
-    std::vector<std::string> out;
-    for (const std::string& line : ReadLines(dir / file)) {
-      Result<Value> parsed = Value::Parse(line);
-      EXPECT_TRUE(parsed.ok()) << line;
-      if (parsed.ok()) out.push_back(parsed->Find("value")->ToJson());
-    }
-    return out;
-  };
+  auto values = [&](const char* file) { return ValuesWritten(dir / file); };
   std::vector<std::string> all = values("all.jsonl");
   ASSERT_EQ(all.size(), 10u);
   EXPECT_EQ(all[3], R"({"user":"bob","ts":4000,"amount":"4"})");
@@ -260,13 +264,7 @@ TEST(RecordOperations, UpdateWithoutStateChangesTheValueInPlaceAndOtherBranchesS
   in.ToFile(dir / "all.jsonl");
   auto summary = app.Run();
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
-  auto values = [&](const char* file) {
-    std::vector<std::string> out;
-    for (const std::string& line : ReadLines(dir / file)) {
-      out.push_back(Value::Parse(line)->Find("value")->ToJson());
-    }
-    return out;
-  };
+  auto values = [&](const char* file) { return ValuesWritten(dir / file); };
   const std::vector<std::string> selected = values("selected.jsonl");
   ASSERT_EQ(selected.size(), 8u);
   EXPECT_EQ(selected[0], R"({"amount":10,"user":"ann"})");
