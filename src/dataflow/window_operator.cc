@@ -10,6 +10,9 @@
 #include "dataflow/window_operator.h"
 
 #include <algorithm>
+#include <array>
+#include <compare>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <tuple>
@@ -34,11 +37,41 @@ using window::WindowValue;
 // (those start with a 4-byte length).
 const std::string kPartitionKey = "\xff";
 
+// A window's entry, ordered by (end, key, start). The key's first 16 bytes are kept beside it
+// as two big-endian words (zero-padded), which order as the bytes do: the entries of one end
+// (every key's window, for tumbling and hopping windows) are told apart by integer compares, and
+// the key's bytes are compared only when those are equal. Compared as strings, they were 5-6%
+// of Nexmark q5 and of tumbling windows closing by partition (`pop_heap` in Sweep).
 struct IndexEntry {
+  IndexEntry(int64_t end_time, std::string state_key, int64_t start_time)
+      : end(end_time),
+        head{HeadWord(state_key, 0), HeadWord(state_key, 8)},
+        start(start_time),
+        key(std::move(state_key)) {}
   int64_t end;
-  std::string key;  // the encoded message key (its state key)
+  std::array<uint64_t, 2> head;
   int64_t start;
-  friend auto operator<=>(const IndexEntry&, const IndexEntry&) = default;
+  std::string key;  // the encoded message key (its state key)
+
+  friend bool operator==(const IndexEntry& a, const IndexEntry& b) {
+    return a.end == b.end && a.head == b.head && a.start == b.start && a.key == b.key;
+  }
+  friend std::strong_ordering operator<=>(const IndexEntry& a, const IndexEntry& b) {
+    if (auto c = a.end <=> b.end; c != 0) return c;
+    if (auto c = a.head <=> b.head; c != 0) return c;
+    if (auto c = a.key.compare(b.key) <=> 0; c != 0) return c;
+    return a.start <=> b.start;
+  }
+
+ private:
+  // Bytes [from, from + 8) of `key` as a big-endian number, missing bytes as zeros.
+  static uint64_t HeadWord(std::string_view key, size_t from) {
+    unsigned char bytes[8] = {};
+    if (from < key.size()) std::memcpy(bytes, key.data() + from, std::min<size_t>(8, key.size() - from));
+    uint64_t word = 0;
+    for (unsigned char b : bytes) word = word << 8 | b;
+    return word;
+  }
 };
 
 // The open windows' entries, smallest (end, key, start) first: a min-heap over a vector whose

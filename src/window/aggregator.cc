@@ -59,14 +59,6 @@ class FieldAggregator : public Aggregator {
   std::string field_;
 };
 
-Value AddNumbers(const Value& a, const Value& b) {
-  if (a.is_int() && b.is_int()) {
-    int64_t r;
-    if (!__builtin_add_overflow(a.as_int(), b.as_int(), &r)) return Value(r);
-  }
-  return Value(a.as_number() + b.as_number());
-}
-
 // -1, 0 or 1 as i is below, equal to or above d, exactly (no rounding of i to a double).
 // REQUIRES: d is not NaN.
 int CompareIntDouble(int64_t i, double d) {
@@ -88,6 +80,29 @@ int CompareNumbers(const Value& a, const Value& b) {
   return a.as_double() < b.as_double() ? -1 : (a.as_double() > b.as_double());
 }
 
+// acc + v, in acc's memory, with acc read as 0 when it is not a number: an int while both are
+// ints and the sum fits, else a double. REQUIRES: v is a number.
+void AddNumberInPlace(Value& acc, const Value& v) {
+  if (!acc.is_number()) acc = int64_t{0};
+  if (acc.is_int() && v.is_int()) {
+    int64_t r;
+    if (!__builtin_add_overflow(acc.as_int(), v.as_int(), &r)) {
+      acc = r;
+      return;
+    }
+  }
+  acc = acc.as_number() + v.as_number();
+}
+
+// acc = v for a number v, without a copy of a Value. REQUIRES: v is a number.
+void AssignNumber(Value& acc, const Value& v) {
+  if (v.is_int()) {
+    acc = v.as_int();
+  } else {
+    acc = v.as_double();
+  }
+}
+
 bool IsComparableNumber(const Value& v) {
   return v.is_int() || (v.is_double() && !std::isnan(v.as_double()));
 }
@@ -99,7 +114,7 @@ class CountAggregator : public Aggregator {
   Value Initial() const override { return Value(0); }
   Status Accepts(const Value&) const override { return Status::OK(); }
   void Add(Value& acc, const Value&, EventTime) const override {
-    acc = Value(acc.is_int() ? acc.as_int() + 1 : 1);
+    acc = acc.is_int() ? acc.as_int() + 1 : int64_t{1};
   }
   Value Merge(const Value& a, const Value& b) const override {
     return Value((a.is_int() ? a.as_int() : 0) + (b.is_int() ? b.as_int() : 0));
@@ -112,11 +127,12 @@ class SumAggregator : public FieldAggregator {
   explicit SumAggregator(std::string field) : FieldAggregator("sum", std::move(field)) {}
   Value Initial() const override { return Value(0); }
   void Add(Value& acc, const Value& record_value, EventTime) const override {
-    if (const Value* v = Field(record_value))
-      acc = AddNumbers(acc.is_number() ? acc : Value(0), *v);
+    if (const Value* v = Field(record_value)) AddNumberInPlace(acc, *v);
   }
   Value Merge(const Value& a, const Value& b) const override {
-    return AddNumbers(a.is_number() ? a : Value(0), b.is_number() ? b : Value(0));
+    Value sum = a;
+    AddNumberInPlace(sum, b.is_number() ? b : Value(0));
+    return sum;
   }
   Value Result(const Value& acc) const override { return acc.is_number() ? acc : Value(0); }
 };
@@ -131,7 +147,18 @@ class ExtremumAggregator : public FieldAggregator {
       : FieldAggregator(is_max ? "max" : "min", std::move(field)), is_max_(is_max) {}
   Value Initial() const override { return Value(); }
   void Add(Value& acc, const Value& record_value, EventTime) const override {
-    if (const Value* v = Field(record_value)) acc = Pick(acc, *v);
+    // Pick(acc, v), in acc's memory.
+    const Value* v = Field(record_value);
+    if (v == nullptr) return;
+    if (!IsComparableNumber(acc)) {
+      if (IsComparableNumber(*v)) {
+        AssignNumber(acc, *v);
+      } else {
+        acc = Value();
+      }
+    } else if (IsComparableNumber(*v) && Beats(*v, acc)) {
+      AssignNumber(acc, *v);
+    }
   }
   Value Merge(const Value& a, const Value& b) const override { return Pick(a, b); }
   Value Result(const Value& acc) const override { return acc; }
