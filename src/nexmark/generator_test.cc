@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <new>
 #include <random>
 #include <set>
@@ -241,6 +242,42 @@ TEST(NexmarkGenerator, HotAuctionsBiddersAndChannelsHaveTheReferenceShares) {
   EXPECT_NEAR(static_cast<double>(hot_auction) / bids, 0.5, 0.03);
   EXPECT_NEAR(static_cast<double>(hot_bidder) / bids, 0.75, 0.03);
   EXPECT_NEAR(static_cast<double>(hot_channel) / bids, 0.5, 0.03);
+}
+
+// A bid's channel "channel-<k>" has a url whose channel_id, when it has one, is Java's
+// Math.abs(Integer.reverse(k)), written as the bid is made: Integer.reverse bit by bit here, and
+// channel 1, whose reverse is Integer.MIN_VALUE (Math.abs leaves it negative), among them. A
+// channel keeps one url; nine in ten have an id.
+TEST(NexmarkGenerator, ChannelUrlsCarryJavasReversedChannelNumber) {
+  auto java_id = [](int32_t k) {
+    uint32_t x = static_cast<uint32_t>(k), r = 0;
+    for (int i = 0; i < 32; ++i, x >>= 1) r = (r << 1) | (x & 1);
+    const auto reversed = static_cast<int32_t>(r);
+    return std::to_string(reversed == INT32_MIN ? int64_t{reversed} : std::abs(reversed));
+  };
+  NexmarkGenerator gen({});
+  std::map<std::string, std::string> url_of_channel;
+  int64_t with_id = 0, numbered = 0;
+  bool saw_channel_one = false;
+  Event e;
+  for (int64_t n = 0; n < 1'000'000; ++n) {
+    gen.EventAt(n, e);
+    if (e.kind() != EventKind::kBid || !e.bid().channel.starts_with("channel-")) continue;
+    const Bid& b = e.bid();
+    const int32_t k = std::stoi(b.channel.substr(8));
+    ASSERT_EQ(b.channel, "channel-" + std::to_string(k));
+    ASSERT_TRUE(b.url.starts_with("https://www.nexmark.com/")) << b.url;
+    const size_t id_at = b.url.find("&channel_id=");
+    if (id_at != std::string::npos) {
+      ASSERT_EQ(b.url.substr(id_at + 12), java_id(k)) << b.url;
+      ++with_id;
+    }
+    ASSERT_EQ(url_of_channel.emplace(b.channel, b.url).first->second, b.url);
+    ++numbered;
+    saw_channel_one |= k == 1 && id_at != std::string::npos;
+  }
+  EXPECT_NEAR(static_cast<double>(with_id) / static_cast<double>(numbered), 0.9, 0.02);
+  EXPECT_TRUE(saw_channel_one);
 }
 
 TEST(NexmarkGenerator, PricesAreLogUniformCentsFromOneDollarToAMillion) {
