@@ -4,20 +4,18 @@
 // Closing by partition needs every key's windows in close order: an in-memory index of
 // (end, key, start) over all open windows, kept as windows are created and removed and rebuilt
 // from the store when the task opens. A sweep looks at the index's first entry (O(1) when
-// nothing is due) and removes what is due (O(log n) each), so expiry never scans open windows.
-// The index is a binary heap in one vector: adding a window allocates nothing once the vector has
-// grown to the number of open windows (a tree set made a node per window).
+// nothing is due) and removes what is due, so expiry never scans open windows. The index keeps
+// a bucket of entries per end (see DueIndex): adding a window allocates nothing once the buckets'
+// memory has grown (a tree set made a node per window).
 #include "dataflow/window_operator.h"
 
 #include <algorithm>
-#include <array>
-#include <compare>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "dataflow/due_index.h"
 #include "dataflow/late_output.h"
 #include "dataflow/user_function.h"
 #include "state/key_encoding.h"
@@ -36,70 +34,6 @@ using window::WindowValue;
 // The state key of the partition's bounds: a 1-byte key cannot be an encoded message key
 // (those start with a 4-byte length).
 const std::string kPartitionKey = "\xff";
-
-// A window's entry, ordered by (end, key, start). The key's first 16 bytes are kept beside it
-// as two big-endian words (zero-padded), which order as the bytes do: the entries of one end
-// (every key's window, for tumbling and hopping windows) are told apart by integer compares, and
-// the key's bytes are compared only when those are equal. Compared as strings, they were 5-6%
-// of Nexmark q5 and of tumbling windows closing by partition (`pop_heap` in Sweep).
-struct IndexEntry {
-  IndexEntry(int64_t end_time, std::string state_key, int64_t start_time)
-      : end(end_time),
-        head{HeadWord(state_key, 0), HeadWord(state_key, 8)},
-        start(start_time),
-        key(std::move(state_key)) {}
-  int64_t end;
-  std::array<uint64_t, 2> head;
-  int64_t start;
-  std::string key;  // the encoded message key (its state key)
-
-  friend bool operator==(const IndexEntry& a, const IndexEntry& b) {
-    return a.end == b.end && a.head == b.head && a.start == b.start && a.key == b.key;
-  }
-  friend std::strong_ordering operator<=>(const IndexEntry& a, const IndexEntry& b) {
-    if (auto c = a.end <=> b.end; c != 0) return c;
-    if (auto c = a.head <=> b.head; c != 0) return c;
-    if (auto c = a.key.compare(b.key) <=> 0; c != 0) return c;
-    return a.start <=> b.start;
-  }
-
- private:
-  // Bytes [from, from + 8) of `key` as a big-endian number, missing bytes as zeros.
-  static uint64_t HeadWord(std::string_view key, size_t from) {
-    unsigned char bytes[8] = {};
-    if (from < key.size()) std::memcpy(bytes, key.data() + from, std::min<size_t>(8, key.size() - from));
-    uint64_t word = 0;
-    for (unsigned char b : bytes) word = word << 8 | b;
-    return word;
-  }
-};
-
-// The open windows' entries, smallest (end, key, start) first: a min-heap over a vector whose
-// capacity is kept, so entries come and go without allocating (a key's bytes past the string's
-// inline capacity aside). An entry added twice is handed out once, as a set would.
-class DueIndex {
- public:
-  bool empty() const { return heap_.empty(); }
-  const IndexEntry& first() const { return heap_.front(); }
-  void Add(IndexEntry entry) {
-    heap_.push_back(std::move(entry));
-    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-  }
-  // Removes and returns first(), with any copies of it.
-  IndexEntry TakeFirst() {
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-    IndexEntry taken = std::move(heap_.back());
-    heap_.pop_back();
-    while (!heap_.empty() && heap_.front() == taken) {
-      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-      heap_.pop_back();
-    }
-    return taken;
-  }
-
- private:
-  std::vector<IndexEntry> heap_;
-};
 
 class WindowOperator : public Operator {
  public:
@@ -248,7 +182,7 @@ class WindowOperator : public Operator {
   // it makes a window, not each time it extends one.
   void Sweep() {
     ctx_.CountExpiryVisits(1);  // the index's first entry: due or not
-    while (!index_.empty() && partition_bounds_.Closes(index_.first().end)) {
+    while (!index_.empty() && partition_bounds_.Closes(index_.first_end())) {
       IndexEntry due = index_.TakeFirst();
       ctx_.CountExpiryVisits(1);
       // One lookup: Mutate, then Delete when the key turns out to have no windows left (Mutate

@@ -1,0 +1,95 @@
+#include "dataflow/due_index.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace weir::dataflow {
+namespace {
+
+using ModelEntry = std::tuple<int64_t, std::string, int64_t>;  // end, key, start
+
+// Keys whose order the 16-byte heads alone cannot tell: equal heads and different tails,
+// lengths that differ only by trailing zero bytes, bytes above 0x7f (ordered unsigned).
+std::vector<std::string> Keys() {
+  const std::string head(16, 'h');
+  return {"",
+          "a",
+          "b",
+          std::string("a\0", 2),
+          std::string("a\0\0", 3),
+          "\x80",
+          "\xff\xfe",
+          head,
+          head + "a",
+          head + "b",
+          head + std::string("\0", 1),
+          head + "\x90 tail",
+          std::string(15, 'h') + "\x01"};
+}
+
+// The index against a set of (end, key, start): adds and takes interleaved at random, with
+// more ends in play at once than the index keeps at hand, entries added twice, and entries
+// added to the end being taken.
+TEST(DueIndex, TakesEntriesInTheOrderOfASetOfThem) {
+  const std::vector<std::string> keys = Keys();
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    std::mt19937_64 rng(seed);
+    const int64_t ends = 1 + static_cast<int64_t>(rng() % 24);
+    DueIndex index;
+    std::set<ModelEntry> model;
+    for (int step = 0; step < 400; ++step) {
+      if (rng() % 3 != 0 || model.empty()) {
+        const ModelEntry e{static_cast<int64_t>(rng() % ends) * 1000, keys[rng() % keys.size()],
+                           static_cast<int64_t>(rng() % 3)};
+        index.Add({std::get<0>(e), std::get<1>(e), std::get<2>(e)});
+        model.insert(e);
+        continue;
+      }
+      ASSERT_FALSE(index.empty());
+      ASSERT_EQ(index.first_end(), std::get<0>(*model.begin())) << "seed " << seed;
+      const IndexEntry taken = index.TakeFirst();
+      ASSERT_EQ(ModelEntry(taken.end, taken.key, taken.start), *model.begin())
+          << "seed " << seed << " step " << step;
+      model.erase(model.begin());
+    }
+    while (!model.empty()) {
+      const IndexEntry taken = index.TakeFirst();
+      ASSERT_EQ(ModelEntry(taken.end, taken.key, taken.start), *model.begin()) << "seed " << seed;
+      model.erase(model.begin());
+    }
+    EXPECT_TRUE(index.empty());
+  }
+}
+
+// Windows made as event time moves on: every key's window of each end, ends rising, each end
+// taken whole once it is due, while later ones fill.
+TEST(DueIndex, HandsOutEachEndKeyByKeyWhileLaterEndsFill) {
+  DueIndex index;
+  std::set<ModelEntry> model;
+  const std::vector<std::string> keys = Keys();
+  int64_t taken_count = 0;
+  for (int64_t end = 0; end < 50; ++end) {
+    for (const std::string& key : keys) {
+      for (int64_t step = 0; step < 5; ++step) {  // a hopping window's five ends
+        index.Add({end + step, key, end});
+        model.insert({end + step, key, end});
+      }
+    }
+    while (!index.empty() && index.first_end() <= end) {
+      const IndexEntry taken = index.TakeFirst();
+      ASSERT_EQ(ModelEntry(taken.end, taken.key, taken.start), *model.begin());
+      model.erase(model.begin());
+      ++taken_count;
+    }
+  }
+  EXPECT_EQ(taken_count + static_cast<int64_t>(model.size()), 50 * 13 * 5);
+}
+
+}  // namespace
+}  // namespace weir::dataflow
