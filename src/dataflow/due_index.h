@@ -8,7 +8,8 @@
 // copy of it (an entry added twice is handed out once, as a set would). Entries may be added at
 // any time, between takes too, with any end.
 // Cost: adding an entry allocates nothing once the index has held as many buckets and entries;
-// taking one is O(1) amortized plus, per end, one sort of its entries.
+// taking one is O(1) amortized plus, per end, one sort of its entries and O(log ends) to order
+// the ends.
 // Thread safety: none; a task's step owns its index.
 #pragma once
 
@@ -71,8 +72,8 @@ struct IndexEntry {
 // a tumbling or hopping window shares its end with the others', and a recent bucket of the end
 // takes the entry; a session's window mostly has a bucket of its own. (A heap of the entries
 // themselves cost a cache miss per level on each removal once it outgrew the caches: `pop_heap`
-// 6% of Nexmark q5, with integer compares.) Two buckets of one end are merged when the first is
-// taken. Adding allocates nothing once the buckets have grown (emptied ones are kept for new
+// 6% of Nexmark q5, with integer compares.) Two buckets of one end are merged when an entry of
+// that end is taken. Adding allocates nothing once the buckets have grown (emptied ones are kept for new
 // ends). An entry added twice is handed out once, as a set would.
 class DueIndex {
  public:
