@@ -33,7 +33,7 @@ class Aggregator {
   // Whether Merge is real. Session windows merge accumulators and refuse an aggregation that
   // cannot (a Reduce without a merger) when the application is defined.
   virtual bool mergeable() const { return true; }
-  // Whether Add, Merge or Result run code that may throw (a user's function: agg::Reduce, or
+  // Whether Add, Merge or Result run code that may throw (a user's function: agg::Reduce or ReduceInPlace, or
   // an Aggregator of the user's own). The step then keeps a copy of a key's accumulators while
   // a record is added, so that a call that throws changes nothing and only sends the record to
   // the dead-letter topic (weir/stream.h). The built-ins say false.
@@ -71,6 +71,13 @@ using Reducer = std::function<Value(const Value& accumulator, const Value& value
 using Initializer = std::function<Value(const Value& first_value)>;
 using Merger = std::function<Value(const Value& a, const Value& b)>;
 AggregatorPtr Reduce(Reducer reducer, Initializer initializer, Merger merger = nullptr);
+// Reduce with a fold that changes the accumulator where it is instead of returning a new one:
+// `updater(acc, value)` folds value into acc, so an accumulator that grows (a list of rows)
+// is not copied at every value. Otherwise as Reduce. An updater that throws after changing acc
+// changes nothing: the step restores the key's accumulators and sends the record to the
+// dead-letter topic.
+using Updater = std::function<void(Value& accumulator, const Value& value)>;
+AggregatorPtr ReduceInPlace(Updater updater, Initializer initializer, Merger merger = nullptr);
 }  // namespace agg
 
 }  // namespace weir

@@ -163,17 +163,15 @@ TEST(UserFunctions, AnApplyThatThrowsChangesNoState) {
   EXPECT_EQ(last["bob"], 18);
 }
 
-TEST(UserFunctions, AReduceThatThrowsLeavesTheWindowAsItWas) {
+// Sums the amounts of WriteAmounts' records per user in one window with `sum`, which throws on
+// the two string amounts: the sums are those of the other records, as if the two never came.
+void ExpectAThrowingSumLeavesNoTrace(const AggregatorPtr& sum) {
   TempDir dir;
   WriteAmounts(dir);
   Application app(TestOptions(dir));
   app.FromFile(UserFile(dir / "in.jsonl"))
       .Window(WindowDefinition::Tumbling(std::chrono::seconds(100)))
-      .Agg({{"sum", agg::Reduce(
-                        [](const Value& acc, const Value& v) {
-                          return Value(acc.as_int() + v.Find("amount")->as_int());
-                        },
-                        [](const Value& first) { return Value(first.Find("amount")->as_int()); })}})
+      .Agg({{"sum", sum}})
       .Final()
       .ToFile(dir / "out.jsonl");
   auto summary = app.Run();
@@ -185,6 +183,25 @@ TEST(UserFunctions, AReduceThatThrowsLeavesTheWindowAsItWas) {
     sums[std::string(v.Find("key")->as_string())] = *v.GetInt("value.sum");
   }
   EXPECT_EQ(sums, (std::map<std::string, int64_t>{{"ann", 25}, {"bob", 18}}));
+}
+
+Value FirstAmount(const Value& first) { return Value(first.Find("amount")->as_int()); }
+
+TEST(UserFunctions, AReduceThatThrowsLeavesTheWindowAsItWas) {
+  ExpectAThrowingSumLeavesNoTrace(agg::Reduce(
+      [](const Value& acc, const Value& v) {
+        return Value(acc.as_int() + v.Find("amount")->as_int());
+      },
+      FirstAmount));
+}
+
+TEST(UserFunctions, AReduceInPlaceThatThrowsAfterChangingTheAccumulatorLeavesTheWindowAsItWas) {
+  ExpectAThrowingSumLeavesNoTrace(agg::ReduceInPlace(
+      [](Value& acc, const Value& v) {
+        acc = Value(acc.as_int() + 1000);  // changed, then the string amount throws
+        acc = Value(acc.as_int() - 1000 + v.Find("amount")->as_int());
+      },
+      FirstAmount));
 }
 
 TEST(RecordOperations, MapRecordFilterRecordAndWithTimestampSeeTheWholeRecord) {

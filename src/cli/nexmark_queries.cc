@@ -45,17 +45,24 @@ constexpr milliseconds kUnbounded = std::chrono::hours(24 * 365 * 50);
 // `lift` turns a record value into that form: one row, or a partial answer of an earlier stage,
 // so a second stage can combine the first stage's answers.
 AggregatorPtr TopRows(std::function<Value(const Value&)> lift) {
-  auto merge = [](const Value& acc, const Value& other) {
+  // Folds `other` into `acc` in place: the rows of a window grow without being copied.
+  auto merge_into = [](Value& acc, Value other) {
     const int64_t a = Int(acc, "max"), b = Int(other, "max");
-    if (b < a) return acc;
-    if (b > a) return other;
-    Value merged = acc;
-    Value::Array& rows = merged.Find("rows")->as_array();
-    for (const Value& row : Field(other, "rows").as_array()) rows.push_back(row);
-    return merged;
+    if (b < a) return;
+    if (b > a) {
+      acc = std::move(other);
+      return;
+    }
+    Value::Array& rows = acc.Find("rows")->as_array();
+    for (Value& row : other.Find("rows")->as_array()) rows.push_back(std::move(row));
   };
-  return agg::Reduce(
-      [lift, merge](const Value& acc, const Value& v) { return merge(acc, lift(v)); }, lift, merge);
+  return agg::ReduceInPlace(
+      [lift, merge_into](Value& acc, const Value& v) { merge_into(acc, lift(v)); }, lift,
+      [merge_into](const Value& a, const Value& b) {
+        Value merged = a;
+        merge_into(merged, b);
+        return merged;
+      });
 }
 
 Value OneTopRow(const Value& max, const Value& row) {

@@ -326,15 +326,19 @@ class CollectAggregator : public Aggregator {
   std::string field_;
 };
 
-// A user fold over whole record values (null ones skipped). The accumulator is
-// [user accumulator] once a value was taken, null before.
+// A user fold over whole record values (null ones skipped), by a reducer that returns the new
+// accumulator or an updater that changes it in place (exactly one of the two is set). The
+// accumulator is [user accumulator] once a value was taken, null before.
 class ReduceAggregator : public Aggregator {
  public:
-  ReduceAggregator(agg::Reducer reducer, agg::Initializer initializer, agg::Merger merger)
+  ReduceAggregator(agg::Reducer reducer, agg::Updater updater, agg::Initializer initializer,
+                   agg::Merger merger)
       : reducer_(std::move(reducer)),
+        updater_(std::move(updater)),
         initializer_(std::move(initializer)),
         merger_(std::move(merger)) {
-    WEIR_CHECK(reducer_ != nullptr, "agg::Reduce needs a reducer");
+    WEIR_CHECK((reducer_ != nullptr) != (updater_ != nullptr),
+               "agg::Reduce needs a reducer and agg::ReduceInPlace an updater");
     WEIR_CHECK(initializer_ != nullptr, "agg::Reduce needs an initializer");
   }
   std::string Describe() const override { return "reduce"; }
@@ -344,9 +348,13 @@ class ReduceAggregator : public Aggregator {
     const Value* v = Input(record_value, "");
     if (v == nullptr) return;
     if (Folded(acc) == nullptr) {
-      acc = Value(Value::Array{initializer_(*v)});
+      acc = Wrapped(initializer_(*v));
+      return;
+    }
+    Value& folded = acc.as_array()[0];
+    if (updater_ != nullptr) {
+      updater_(folded, *v);
     } else {
-      Value& folded = acc.as_array()[0];
       folded = reducer_(folded, *v);
     }
   }
@@ -357,7 +365,7 @@ class ReduceAggregator : public Aggregator {
     if (in_a == nullptr) return b;
     // Session windows refuse a non-mergeable aggregation before anything runs.
     WEIR_CHECK(merger_ != nullptr, "agg::Reduce without a merger cannot merge two accumulators");
-    return Value(Value::Array{merger_(*in_a, *in_b)});
+    return Wrapped(merger_(*in_a, *in_b));
   }
   Value Result(const Value& acc) const override {
     const Value* folded = Folded(acc);
@@ -369,8 +377,15 @@ class ReduceAggregator : public Aggregator {
   static const Value* Folded(const Value& acc) {
     return acc.is_array() && acc.as_array().size() == 1 ? &acc.as_array()[0] : nullptr;
   }
+  // [folded], moved in (an initializer list would copy it).
+  static Value Wrapped(Value folded) {
+    Value::Array wrapped;
+    wrapped.push_back(std::move(folded));
+    return Value(std::move(wrapped));
+  }
 
   agg::Reducer reducer_;
+  agg::Updater updater_;
   agg::Initializer initializer_;
   agg::Merger merger_;
 };
@@ -397,7 +412,11 @@ AggregatorPtr Collect(std::string field) {
   return std::make_shared<CollectAggregator>(std::move(field));
 }
 AggregatorPtr Reduce(Reducer reducer, Initializer initializer, Merger merger) {
-  return std::make_shared<ReduceAggregator>(std::move(reducer), std::move(initializer),
+  return std::make_shared<ReduceAggregator>(std::move(reducer), nullptr, std::move(initializer),
+                                            std::move(merger));
+}
+AggregatorPtr ReduceInPlace(Updater updater, Initializer initializer, Merger merger) {
+  return std::make_shared<ReduceAggregator>(nullptr, std::move(updater), std::move(initializer),
                                             std::move(merger));
 }
 }  // namespace agg

@@ -52,8 +52,8 @@ Value Amount(Value a) { return Value::MakeObject({{"amount", std::move(a)}}); }
 Value Page(Value p) { return Value::MakeObject({{"page", std::move(p)}}); }
 
 // A Reduce that counts records and sums their "id" ([count, sum]); order-insensitive, so its
-// merger is exact.
-AggregatorPtr CountAndSumIds(bool with_merger = true) {
+// merger is exact. `in_place`: the same fold as an agg::ReduceInPlace.
+AggregatorPtr CountAndSumIds(bool with_merger = true, bool in_place = false) {
   auto id = [](const Value& v) {
     const Value* i = v.Find("id");
     return i != nullptr && i->is_int() ? i->as_int() : int64_t{0};
@@ -62,15 +62,24 @@ AggregatorPtr CountAndSumIds(bool with_merger = true) {
     return Value(Value::Array{Value(a.as_array()[0].as_int() + b.as_array()[0].as_int()),
                               Value(a.as_array()[1].as_int() + b.as_array()[1].as_int())});
   };
+  agg::Initializer initializer = [id](const Value& v) {
+    return Value(Value::Array{Value(1), Value(id(v))});
+  };
+  if (in_place) {
+    return agg::ReduceInPlace(
+        [id](Value& acc, const Value& v) {
+          Value::Array& count_and_sum = acc.as_array();
+          count_and_sum[0] = Value(count_and_sum[0].as_int() + 1);
+          count_and_sum[1] = Value(count_and_sum[1].as_int() + id(v));
+        },
+        initializer, with_merger ? merger : nullptr);
+  }
   return agg::Reduce(
       [id](const Value& acc, const Value& v) {
         return Value(Value::Array{Value(acc.as_array()[0].as_int() + 1),
                                   Value(acc.as_array()[1].as_int() + id(v))});
       },
-      [id](const Value& v) {
-        return Value(Value::Array{Value(1), Value(id(v))});
-      },
-      with_merger ? merger : nullptr);
+      initializer, with_merger ? merger : nullptr);
 }
 
 using Reference = std::function<Value(const std::vector<Event>&)>;
@@ -356,6 +365,40 @@ TEST(Reduce, WithoutAMergerAnEmptySideStillMerges) {
   EXPECT_EQ(agg->Result(agg->Merge(some, agg->Initial())), Value(Value::Array{1, 4}));
 }
 
+TEST(ReduceInPlace, TheUpdaterChangesTheAccumulatorWhereItIs) {
+  auto collect = agg::ReduceInPlace([](Value& acc, const Value& v) { acc.as_array().push_back(v); },
+                                    [](const Value& v) {
+                                      Value::Array values;
+                                      values.reserve(8);
+                                      values.push_back(v);
+                                      return Value(std::move(values));
+                                    });
+  Value acc = collect->Initial();
+  collect->Add(acc, Value(1), EventTime(1));
+  const Value* first_slot = &acc.as_array()[0].as_array()[0];
+  for (int i = 2; i <= 5; ++i) collect->Add(acc, Value(i), EventTime(i));
+  collect->Add(acc, Value(), EventTime(6));  // a null value is skipped, as by Reduce
+  EXPECT_EQ(collect->Result(acc), Value(Value::Array{1, 2, 3, 4, 5}));
+  // The rows were appended to the one array: a fold that returned a copy would have moved them.
+  EXPECT_EQ(&acc.as_array()[0].as_array()[0], first_slot);
+}
+
+TEST(ReduceInPlace, FoldsAndMergesAsTheSameReduce) {
+  std::vector<Value> values;
+  for (int i = 0; i < 9; ++i) values.push_back(Value::MakeObject({{"id", i * 7 % 5}}));
+  AggregatorPtr in_place = CountAndSumIds(true, /*in_place=*/true);
+  AggregatorPtr returning = CountAndSumIds(true);
+  EXPECT_EQ(in_place->Result(Fold(*in_place, values)), returning->Result(Fold(*returning, values)));
+  Value left = Fold(*in_place, {values.begin(), values.begin() + 4});
+  Value right = Fold(*in_place, {values.begin() + 4, values.end()});
+  EXPECT_EQ(in_place->Result(in_place->Merge(left, right)), Value(Value::Array{9, 17}));
+  EXPECT_FALSE(CountAndSumIds(false, /*in_place=*/true)->mergeable());
+}
+
+TEST(ReduceDeathTest, AReduceInPlaceWithoutAnUpdaterStopsTheProcess) {
+  EXPECT_DEATH(agg::ReduceInPlace(nullptr, [](const Value& v) { return v; }), "an updater");
+}
+
 TEST(ReduceDeathTest, MergingTwoTakenAccumulatorsWithoutAMergerStopsTheProcess) {
   auto agg = CountAndSumIds(false);
   Value some = FoldTimed(*agg, {{1, Value::MakeObject({{"id", 4}})}});
@@ -509,6 +552,16 @@ std::vector<std::pair<AggregatorPtr, Reference>> BuiltInsWithReferences() {
       return Value(InEventTimeOrder(events, field));
     };
   };
+  Reference count_and_sum_ids = [](const std::vector<Event>& events) {
+    int64_t count = 0;
+    int64_t ids = 0;
+    for (const Event& e : events) {
+      if (e.value.is_null()) continue;
+      ++count;
+      ids += e.value.Find("id")->as_int();
+    }
+    return count == 0 ? Value() : Value(Value::Array{Value(count), Value(ids)});
+  };
   return {
       {agg::Count(),
        [](const std::vector<Event>& e) { return Value(static_cast<int64_t>(e.size())); }},
@@ -531,17 +584,8 @@ std::vector<std::pair<AggregatorPtr, Reference>> BuiltInsWithReferences() {
       {agg::Last("n.v"), first("n.v", true)},
       {agg::Collect(), collect("")},
       {agg::Collect("v"), collect("v")},
-      {CountAndSumIds(),
-       [](const std::vector<Event>& events) {
-         int64_t count = 0;
-         int64_t ids = 0;
-         for (const Event& e : events) {
-           if (e.value.is_null()) continue;
-           ++count;
-           ids += e.value.Find("id")->as_int();
-         }
-         return count == 0 ? Value() : Value(Value::Array{Value(count), Value(ids)});
-       }},
+      {CountAndSumIds(), count_and_sum_ids},
+      {CountAndSumIds(true, /*in_place=*/true), count_and_sum_ids},
   };
 }
 
