@@ -15,6 +15,16 @@ int64_t Int(const Value& v, std::string_view field) { return v.Find(field)->as_i
 const Value& Field(const Value& v, std::string_view field) { return *v.Find(field); }
 bool IsType(const Value& v, std::string_view type) { return v.Find("type")->as_string() == type; }
 
+// An object of these members, each value copied once: Value::Object{{name, value}, ...} would
+// copy each twice, into its initializer list and out of it. A projection of top-level fields
+// under their own names is a Select, which copies nothing.
+Value Row(std::initializer_list<std::pair<std::string_view, const Value*>> members) {
+  Value::Object row;
+  row.reserve(members.size());
+  for (const auto& [name, value] : members) row.emplace_back(std::string(name), *value);
+  return Value(std::move(row));
+}
+
 Stream Bids(Stream source) {
   return source.Filter([](const Value& v) { return IsType(v, "bid"); }, "bids");
 }
@@ -66,7 +76,13 @@ AggregatorPtr TopRows(std::function<Value(const Value&)> lift) {
 }
 
 Value OneTopRow(const Value& max, const Value& row) {
-  return Value(Value::Object{{"max", max}, {"rows", Value(Value::Array{row})}});
+  Value::Array rows;
+  rows.push_back(row);
+  Value::Object top;
+  top.reserve(2);
+  top.emplace_back("max", max);
+  top.emplace_back("rows", Value(std::move(rows)));
+  return Value(std::move(top));
 }
 
 // The rows of a window's TopRows result `top`.
@@ -100,12 +116,7 @@ void AddQ2(Stream source, const QueryOptions& options) {
       source
           .Filter([](const Value& v) { return IsType(v, "bid") && Int(v, "auction") % 123 == 0; },
                   "q2-select")
-          .Map(
-              [](const Value& bid) {
-                return Value(Value::Object{{"auction", Field(bid, "auction")},
-                                           {"price", Field(bid, "price")}});
-              },
-              "q2-project");
+          .Select({"auction", "price"}, "q2-project");
   Emit(results, options);
 }
 
@@ -135,10 +146,10 @@ void AddQ3(Stream source, const QueryOptions& options) {
                        .Map(
                            [](const Value& pair) {
                              const Value& person = Field(pair, "right");
-                             return Value(Value::Object{{"name", Field(person, "name")},
-                                                        {"city", Field(person, "city")},
-                                                        {"state", Field(person, "state")},
-                                                        {"id", Field(Field(pair, "left"), "id")}});
+                             return Row({{"name", &Field(person, "name")},
+                                         {"city", &Field(person, "city")},
+                                         {"state", &Field(person, "state")},
+                                         {"id", &Field(Field(pair, "left"), "id")}});
                            },
                            "q3-project");
   Emit(results, options);
@@ -169,8 +180,8 @@ void AddQ4(Stream source, const QueryOptions& options) {
               "q4-open-auction")
           .Map(
               [](const Value& pair) {
-                return Value(Value::Object{{"price", Field(Field(pair, "right"), "price")},
-                                           {"category", Field(Field(pair, "left"), "category")}});
+                return Row({{"price", &Field(Field(pair, "right"), "price")},
+                            {"category", &Field(Field(pair, "left"), "category")}});
               },
               "q4-price")
           // An auction's bids all lie within `longest` of each other: one session per auction.
@@ -198,13 +209,7 @@ void AddQ5(Stream source, const QueryOptions& options) {
           .Closing(Closing::kPartition)
           .LateTopic(options.late_topic)
           .Final()
-          .Map(
-              [](const Value& w) {
-                return Value(Value::Object{{"auction", Field(w, "auction")},
-                                           {"num", Field(w, "num")},
-                                           {"start", Field(w, "start")}});
-              },
-              "q5-counts")
+          .Select({"auction", "num", "start"}, "q5-counts")
           .GroupBy("start", KeySerde::kInt)
           // Every count of one hopping window has the timestamp end - 1, in one 2 s slot.
           .Window(WindowDefinition::Tumbling(seconds(2)).Grace(grace))
@@ -222,15 +227,7 @@ void AddQ7(Stream source, const QueryOptions& options) {
   const milliseconds grace = options.grace;
   Stream results =
       Bids(source)
-          .Map(
-              [](const Value& bid) {
-                return Value(Value::Object{{"auction", Field(bid, "auction")},
-                                           {"price", Field(bid, "price")},
-                                           {"bidder", Field(bid, "bidder")},
-                                           {"dateTime", Field(bid, "dateTime")},
-                                           {"extra", Field(bid, "extra")}});
-              },
-              "q7-project")
+          .Select({"auction", "price", "bidder", "dateTime", "extra"}, "q7-project")
           // First each task's highest bids per window, then one task combines them.
           .Window(WindowDefinition::Tumbling(seconds(10)).Grace(grace))
           .Agg({{"top",
@@ -278,13 +275,7 @@ void AddQ8(Stream source, const QueryOptions& options) {
                        .Closing(Closing::kPartition)
                        .LateTopic(options.late_topic)
                        .Final()
-                       .Map(
-                           [](const Value& w) {
-                             return Value(Value::Object{{"id", Field(w, "id")},
-                                                        {"name", Field(w, "name")},
-                                                        {"start", Field(w, "start")}});
-                           },
-                           "q8-project");
+                       .Select({"id", "name", "start"}, "q8-project");
   Emit(results, options);
 }
 
@@ -301,14 +292,7 @@ void AddBidsPerBidder(Stream source, const QueryOptions& options, WindowDefiniti
                        .Closing(Closing::kPartition)
                        .LateTopic(options.late_topic)
                        .Final()
-                       .Map(
-                           [](const Value& w) {
-                             return Value(Value::Object{{"bidder", Field(w, "bidder")},
-                                                        {"count", Field(w, "count")},
-                                                        {"start", Field(w, "start")},
-                                                        {"end", Field(w, "end")}});
-                           },
-                           std::string(name) + "-project");
+                       .Select({"bidder", "count", "start", "end"}, std::string(name) + "-project");
   Emit(results, options);
 }
 

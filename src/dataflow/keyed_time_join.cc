@@ -31,6 +31,14 @@ void InsertInTimeOrder(JoinSide& side, Value entry) {
   side.insert(FirstAfter(side, EntryTime(entry)), std::move(entry));
 }
 
+Value MakeEntry(int64_t ts, Value value, size_t extra_slots) {
+  Value::Array entry;
+  entry.reserve(2 + extra_slots);
+  entry.emplace_back(ts);
+  entry.push_back(std::move(value));
+  return Value(std::move(entry));
+}
+
 bool JoinKeyState::Valid(const Value& stored) {
   if (!stored.is_array()) return false;
   const Value::Array& a = stored.as_array();
@@ -104,7 +112,12 @@ void KeyedTimeJoin::OnWatermark(Watermark watermark) {
 }
 
 void KeyedTimeJoin::Emit(const Key& key, int64_t time, const Value& left, const Value& right) {
-  Forward(Record{key, Value::MakeObject({{"left", left}, {"right", right}}), EventTime(time), {}});
+  // Each side copied once (Value::MakeObject would copy it again out of its initializer list).
+  Value::Object pair;
+  pair.reserve(2);
+  pair.emplace_back("left", left);
+  pair.emplace_back("right", right);
+  Forward(Record{key, Value(std::move(pair)), EventTime(time), {}});
 }
 
 Result<Value*> KeyedTimeJoin::StateOf(std::string_view state_key) {

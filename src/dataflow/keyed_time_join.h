@@ -47,6 +47,9 @@ JoinSide::iterator FirstAtOrAfter(JoinSide& side, int64_t t);
 JoinSide::iterator FirstAfter(JoinSide& side, int64_t t);
 // Adds `entry` after every entry of its time or earlier.
 void InsertInTimeOrder(JoinSide& side, Value entry);
+// The entry [ts, value], with room for `extra_slots` more, `value` moved in (a
+// Value::Array{...} would copy it out of its initializer list).
+Value MakeEntry(int64_t ts, Value value, size_t extra_slots = 0);
 
 // A key's stored state, viewed in place.
 class JoinKeyState {
