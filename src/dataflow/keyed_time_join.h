@@ -50,7 +50,7 @@ void InsertInTimeOrder(JoinSide& side, Value entry);
 // The entry [ts, value], with room for `extra_slots` more. `value` is copied once, to its size:
 // the record's slot keeps its own memory for the next record, and the state holds no spare
 // capacity (moving a slot's value in kept the slot's capacity in the state and made the source
-// allocate the slot again: Nexmark q4 1.2x the allocations, 1.4x the peak memory).
+// allocate the slot again: Nexmark q4 1.15-1.3x the allocations, 1.3-1.5x the peak memory).
 Value MakeEntry(int64_t ts, const Value& value, size_t extra_slots = 0);
 
 // A key's stored state, viewed in place.
