@@ -169,8 +169,10 @@ class Value {
     a.v_.swap(b.v_);
   }
 
-  // {"a": 1, "b": "x"} as MakeObject({{"a", 1}, {"b", "x"}}).
-  static Value MakeObject(std::initializer_list<Member> members) { return Value(Object(members)); }
+  // {"a": 1, "b": "x"} as MakeObject({{"a", 1}, {"b", "x"}}). Each value is copied (or
+  // converted) once, into the list, and moved out of it; Object{{...}} copies it twice.
+  struct MemberInit;
+  static Value MakeObject(std::initializer_list<MemberInit> members);
 
   static constexpr size_t kMaxJsonBytes = size_t{64} << 20;
   static constexpr int kMaxDepth = 512;
@@ -316,6 +318,23 @@ class Value {
 
   std::variant<std::nullptr_t, bool, int64_t, double, String, Array, Object> v_{nullptr};
 };
+
+// One member of MakeObject's list: a name and anything a Value is made of. The value is mutable
+// so that MakeObject can move it out of the list, whose elements are const.
+struct Value::MemberInit {
+  template <typename T>
+  MemberInit(std::string_view member_name, T&& member_value)  // NOLINT(google-explicit-constructor)
+      : name(member_name), value(std::forward<T>(member_value)) {}
+  std::string_view name;
+  mutable Value value;
+};
+
+inline Value Value::MakeObject(std::initializer_list<MemberInit> members) {
+  Object object;
+  object.reserve(members.size());
+  for (const MemberInit& m : members) object.emplace_back(std::string(m.name), std::move(m.value));
+  return Value(std::move(object));
+}
 
 // Appends `s` to `out` as a JSON string literal, with quotes and escapes.
 void AppendJsonString(std::string& out, std::string_view s);

@@ -15,16 +15,6 @@ int64_t Int(const Value& v, std::string_view field) { return v.Find(field)->as_i
 const Value& Field(const Value& v, std::string_view field) { return *v.Find(field); }
 bool IsType(const Value& v, std::string_view type) { return v.Find("type")->as_string() == type; }
 
-// An object of these members, each value copied once: Value::Object{{name, value}, ...} would
-// copy each twice, into its initializer list and out of it. A projection of top-level fields
-// under their own names is a Select, which copies nothing.
-Value Row(std::initializer_list<std::pair<std::string_view, const Value*>> members) {
-  Value::Object row;
-  row.reserve(members.size());
-  for (const auto& [name, value] : members) row.emplace_back(std::string(name), *value);
-  return Value(std::move(row));
-}
-
 Stream Bids(Stream source) {
   return source.Filter([](const Value& v) { return IsType(v, "bid"); }, "bids");
 }
@@ -77,12 +67,8 @@ AggregatorPtr TopRows(std::function<Value(const Value&)> lift) {
 
 Value OneTopRow(const Value& max, const Value& row) {
   Value::Array rows;
-  rows.push_back(row);
-  Value::Object top;
-  top.reserve(2);
-  top.emplace_back("max", max);
-  top.emplace_back("rows", Value(std::move(rows)));
-  return Value(std::move(top));
+  rows.push_back(row);  // Value::Array{row} would copy the row twice
+  return Value::MakeObject({{"max", max}, {"rows", std::move(rows)}});
 }
 
 // The rows of a window's TopRows result `top`.
@@ -146,10 +132,10 @@ void AddQ3(Stream source, const QueryOptions& options) {
                        .Map(
                            [](const Value& pair) {
                              const Value& person = Field(pair, "right");
-                             return Row({{"name", &Field(person, "name")},
-                                         {"city", &Field(person, "city")},
-                                         {"state", &Field(person, "state")},
-                                         {"id", &Field(Field(pair, "left"), "id")}});
+                             return Value::MakeObject({{"name", Field(person, "name")},
+                                                       {"city", Field(person, "city")},
+                                                       {"state", Field(person, "state")},
+                                                       {"id", Field(Field(pair, "left"), "id")}});
                            },
                            "q3-project");
   Emit(results, options);
@@ -180,8 +166,8 @@ void AddQ4(Stream source, const QueryOptions& options) {
               "q4-open-auction")
           .Map(
               [](const Value& pair) {
-                return Row({{"price", &Field(Field(pair, "right"), "price")},
-                            {"category", &Field(Field(pair, "left"), "category")}});
+                return Value::MakeObject({{"price", Field(Field(pair, "right"), "price")},
+                                          {"category", Field(Field(pair, "left"), "category")}});
               },
               "q4-price")
           // An auction's bids all lie within `longest` of each other: one session per auction.

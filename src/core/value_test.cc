@@ -23,6 +23,28 @@ TEST(Value, ParsesEveryJsonType) {
   EXPECT_EQ(v->FindPath("s.deeper"), nullptr);
 }
 
+TEST(Value, MakeObjectMovesEachValueOutOfItsList) {
+  Value text(std::string(100, 'x'));
+  const char* text_bytes = text.as_string().data();
+  Value::Array items;
+  items.emplace_back(1);
+  const Value kept("kept");
+  const std::string name = "from a std::string";
+  Value object = Value::MakeObject({{"text", std::move(text)},
+                                    {"items", std::move(items)},
+                                    {"kept", kept},
+                                    {name, nullptr},
+                                    {"n", 7},
+                                    {"pi", 3.5},
+                                    {"yes", true}});
+  EXPECT_EQ(object.ToJson(), "{\"text\":\"" + std::string(100, 'x') +
+                                 "\",\"items\":[1],\"kept\":\"kept\",\"from a std::string\":null,"
+                                 "\"n\":7,\"pi\":3.5,\"yes\":true}");
+  // The string was moved in and out, not copied: its bytes are where they were.
+  EXPECT_EQ(object.Find("text")->as_string().data(), text_bytes);
+  EXPECT_EQ(kept.as_string(), "kept");  // an lvalue is copied
+}
+
 TEST(Value, KeepsMemberOrderWhenWritten) {
   const std::string json = R"({"z":1,"a":[true,null,"q\"uote"],"m":{"y":2.25,"b":"\u00e9"}})";
   auto v = Value::Parse(json);

@@ -112,12 +112,7 @@ void KeyedTimeJoin::OnWatermark(Watermark watermark) {
 }
 
 void KeyedTimeJoin::Emit(const Key& key, int64_t time, const Value& left, const Value& right) {
-  // Each side copied once (Value::MakeObject would copy it again out of its initializer list).
-  Value::Object pair;
-  pair.reserve(2);
-  pair.emplace_back("left", left);
-  pair.emplace_back("right", right);
-  Forward(Record{key, Value(std::move(pair)), EventTime(time), {}});
+  Forward(Record{key, Value::MakeObject({{"left", left}, {"right", right}}), EventTime(time), {}});
 }
 
 Result<Value*> KeyedTimeJoin::StateOf(std::string_view state_key) {
