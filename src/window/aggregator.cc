@@ -190,7 +190,10 @@ class MeanAggregator : public FieldAggregator {
     const Value* v = Field(record_value);
     if (v == nullptr) return;
     auto [sum, count] = Parts(acc);
-    acc = Value(Value::Array{Value(sum + v->as_number()), Value(count + 1)});
+    if (!acc.is_array() || acc.as_array().size() != 2) acc = Initial();
+    Value::Array& parts = acc.as_array();  // updated in place: no array per record
+    parts[0] = sum + v->as_number();
+    parts[1] = count + 1;
   }
   Value Merge(const Value& a, const Value& b) const override {
     auto [sa, ca] = Parts(a);
@@ -229,8 +232,17 @@ class FirstLastAggregator : public Aggregator {
     const Value* v = Input(record_value, field_);
     if (v == nullptr) return;
     const Value* taken = Taken(acc);
-    if (taken == nullptr || Supersedes(timestamp.value(), StoredTime(taken[0]))) {
-      acc = Value(Value::Array{Value(timestamp.value()), *v});
+    if (taken == nullptr) {
+      Value::Array entry;
+      entry.reserve(2);
+      entry.emplace_back(timestamp.value());
+      entry.push_back(*v);
+      acc = Value(std::move(entry));
+    } else if (Supersedes(timestamp.value(), StoredTime(taken[0]))) {
+      // In place: a string of the same kind reuses its memory (Last replaces at every event).
+      Value::Array& entry = acc.as_array();
+      entry[0] = timestamp.value();
+      entry[1] = *v;
     }
   }
   Value Merge(const Value& a, const Value& b) const override {
