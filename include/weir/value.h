@@ -173,6 +173,10 @@ class Value {
   // converted) once, into the list, and moved out of it; Object{{...}} copies it twice.
   struct MemberInit;
   static Value MakeObject(std::initializer_list<MemberInit> members);
+  // [1, "x"] as MakeArray({1, "x"}), each element copied (or converted) once, as by MakeObject;
+  // Array{...} copies it twice.
+  struct ElementInit;
+  static Value MakeArray(std::initializer_list<ElementInit> elements);
 
   static constexpr size_t kMaxJsonBytes = size_t{64} << 20;
   static constexpr int kMaxDepth = 512;
@@ -334,6 +338,22 @@ inline Value Value::MakeObject(std::initializer_list<MemberInit> members) {
   object.reserve(members.size());
   for (const MemberInit& m : members) object.emplace_back(std::string(m.name), std::move(m.value));
   return Value(std::move(object));
+}
+
+// One element of MakeArray's list, moved out of it as a MemberInit's value is.
+struct Value::ElementInit {
+  template <typename T>
+    requires std::constructible_from<Value, T&&>
+  ElementInit(T&& element)  // NOLINT(google-explicit-constructor)
+      : value(std::forward<T>(element)) {}
+  mutable Value value;
+};
+
+inline Value Value::MakeArray(std::initializer_list<ElementInit> elements) {
+  Array array;
+  array.reserve(elements.size());
+  for (const ElementInit& e : elements) array.push_back(std::move(e.value));
+  return Value(std::move(array));
 }
 
 // Appends `s` to `out` as a JSON string literal, with quotes and escapes.

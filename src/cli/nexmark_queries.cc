@@ -66,9 +66,7 @@ AggregatorPtr TopRows(std::function<Value(const Value&)> lift) {
 }
 
 Value OneTopRow(const Value& max, const Value& row) {
-  Value::Array rows;
-  rows.push_back(row);  // Value::Array{row} would copy the row twice
-  return Value::MakeObject({{"max", max}, {"rows", std::move(rows)}});
+  return Value::MakeObject({{"max", max}, {"rows", Value::MakeArray({row})}});
 }
 
 // The rows of a window's TopRows result `top`.

@@ -45,6 +45,16 @@ TEST(Value, MakeObjectMovesEachValueOutOfItsList) {
   EXPECT_EQ(kept.as_string(), "kept");  // an lvalue is copied
 }
 
+TEST(Value, MakeArrayMovesEachElementOutOfItsList) {
+  Value text(std::string(100, 'y'));
+  const char* text_bytes = text.as_string().data();
+  const Value kept("kept");
+  Value array = Value::MakeArray({std::move(text), kept, 7, 2.5, nullptr, false});
+  EXPECT_EQ(array.ToJson(), "[\"" + std::string(100, 'y') + "\",\"kept\",7,2.5,null,false]");
+  EXPECT_EQ(array.as_array()[0].as_string().data(), text_bytes);  // moved, not copied
+  EXPECT_EQ(kept.as_string(), "kept");
+}
+
 TEST(Value, KeepsMemberOrderWhenWritten) {
   const std::string json = R"({"z":1,"a":[true,null,"q\"uote"],"m":{"y":2.25,"b":"\u00e9"}})";
   auto v = Value::Parse(json);

@@ -40,9 +40,7 @@ class IntervalJoinOperator final : public KeyedTimeJoin {
         Emit(event.key, std::max(t, EntryTime(*r)), event.value, EntryValue(*r));
         matched = true;
       }
-      Value entry = MakeEntry(t, event.value, 1);
-      entry.as_array().emplace_back(matched);
-      InsertInTimeOrder(state.side(kLeftInput), std::move(entry));
+      InsertInTimeOrder(state.side(kLeftInput), Value::MakeArray({t, event.value, matched}));
       return;
     }
     JoinSide& lefts = state.side(kLeftInput);
@@ -51,7 +49,7 @@ class IntervalJoinOperator final : public KeyedTimeJoin {
       Emit(event.key, std::max(t, EntryTime(*l)), EntryValue(*l), event.value);
       l->as_array()[kMatched] = Value(true);
     }
-    InsertInTimeOrder(state.side(kRightInput), MakeEntry(t, event.value));
+    InsertInTimeOrder(state.side(kRightInput), Value::MakeArray({t, event.value}));
   }
 
   void Expire(const Key& key, int64_t horizon, JoinKeyState& state) override {

@@ -31,14 +31,6 @@ void InsertInTimeOrder(JoinSide& side, Value entry) {
   side.insert(FirstAfter(side, EntryTime(entry)), std::move(entry));
 }
 
-Value MakeEntry(int64_t ts, const Value& value, size_t extra_slots) {
-  Value::Array entry;
-  entry.reserve(2 + extra_slots);
-  entry.emplace_back(ts);
-  entry.push_back(value);
-  return Value(std::move(entry));
-}
-
 bool JoinKeyState::Valid(const Value& stored) {
   if (!stored.is_array()) return false;
   const Value::Array& a = stored.as_array();

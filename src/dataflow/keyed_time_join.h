@@ -45,13 +45,12 @@ inline const Value& EntryValue(const Value& entry) { return entry.as_array()[1];
 // The first entry with ts >= t, and with ts > t.
 JoinSide::iterator FirstAtOrAfter(JoinSide& side, int64_t t);
 JoinSide::iterator FirstAfter(JoinSide& side, int64_t t);
-// Adds `entry` after every entry of its time or earlier.
+// Adds `entry` after every entry of its time or earlier. An entry copies the record's value
+// (Value::MakeArray({ts, event.value, ...})), to its size: the record's slot keeps its own memory
+// for the next record, and the state holds no spare capacity (moving a slot's value in kept the
+// slot's capacity in the state and made the source allocate the slot again: Nexmark q4
+// 1.15-1.3x the allocations, 1.3-1.5x the peak memory).
 void InsertInTimeOrder(JoinSide& side, Value entry);
-// The entry [ts, value], with room for `extra_slots` more. `value` is copied once, to its size:
-// the record's slot keeps its own memory for the next record, and the state holds no spare
-// capacity (moving a slot's value in kept the slot's capacity in the state and made the source
-// allocate the slot again: Nexmark q4 1.15-1.3x the allocations, 1.3-1.5x the peak memory).
-Value MakeEntry(int64_t ts, const Value& value, size_t extra_slots = 0);
 
 // A key's stored state, viewed in place.
 class JoinKeyState {

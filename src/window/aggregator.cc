@@ -233,11 +233,7 @@ class FirstLastAggregator : public Aggregator {
     if (v == nullptr) return;
     const Value* taken = Taken(acc);
     if (taken == nullptr) {
-      Value::Array entry;
-      entry.reserve(2);
-      entry.emplace_back(timestamp.value());
-      entry.push_back(*v);
-      acc = Value(std::move(entry));
+      acc = Value::MakeArray({timestamp.value(), *v});
     } else if (Supersedes(timestamp.value(), StoredTime(taken[0]))) {
       // In place: a string of the same kind reuses its memory (Last replaces at every event).
       Value::Array& entry = acc.as_array();
@@ -338,19 +334,16 @@ class CollectAggregator : public Aggregator {
   std::string field_;
 };
 
-// A user fold over whole record values (null ones skipped), by a reducer that returns the new
-// accumulator or an updater that changes it in place (exactly one of the two is set). The
+// A user fold over whole record values (null ones skipped), by an updater that changes the
+// accumulator in place (agg::Reduce's reducer is one that assigns what it returns). The
 // accumulator is [user accumulator] once a value was taken, null before.
 class ReduceAggregator : public Aggregator {
  public:
-  ReduceAggregator(agg::Reducer reducer, agg::Updater updater, agg::Initializer initializer,
-                   agg::Merger merger)
-      : reducer_(std::move(reducer)),
-        updater_(std::move(updater)),
+  ReduceAggregator(agg::Updater updater, agg::Initializer initializer, agg::Merger merger)
+      : updater_(std::move(updater)),
         initializer_(std::move(initializer)),
         merger_(std::move(merger)) {
-    WEIR_CHECK((reducer_ != nullptr) != (updater_ != nullptr),
-               "agg::Reduce needs a reducer and agg::ReduceInPlace an updater");
+    WEIR_CHECK(updater_ != nullptr, "agg::ReduceInPlace needs an updater");
     WEIR_CHECK(initializer_ != nullptr, "agg::Reduce needs an initializer");
   }
   std::string Describe() const override { return "reduce"; }
@@ -360,15 +353,10 @@ class ReduceAggregator : public Aggregator {
     const Value* v = Input(record_value, "");
     if (v == nullptr) return;
     if (Folded(acc) == nullptr) {
-      acc = Wrapped(initializer_(*v));
+      acc = Value::MakeArray({initializer_(*v)});
       return;
     }
-    Value& folded = acc.as_array()[0];
-    if (updater_ != nullptr) {
-      updater_(folded, *v);
-    } else {
-      folded = reducer_(folded, *v);
-    }
+    updater_(acc.as_array()[0], *v);
   }
   Value Merge(const Value& a, const Value& b) const override {
     const Value* in_a = Folded(a);
@@ -377,7 +365,7 @@ class ReduceAggregator : public Aggregator {
     if (in_a == nullptr) return b;
     // Session windows refuse a non-mergeable aggregation before anything runs.
     WEIR_CHECK(merger_ != nullptr, "agg::Reduce without a merger cannot merge two accumulators");
-    return Wrapped(merger_(*in_a, *in_b));
+    return Value::MakeArray({merger_(*in_a, *in_b)});
   }
   Value Result(const Value& acc) const override {
     const Value* folded = Folded(acc);
@@ -389,14 +377,7 @@ class ReduceAggregator : public Aggregator {
   static const Value* Folded(const Value& acc) {
     return acc.is_array() && acc.as_array().size() == 1 ? &acc.as_array()[0] : nullptr;
   }
-  // [folded], moved in (an initializer list would copy it).
-  static Value Wrapped(Value folded) {
-    Value::Array wrapped;
-    wrapped.push_back(std::move(folded));
-    return Value(std::move(wrapped));
-  }
 
-  agg::Reducer reducer_;
   agg::Updater updater_;
   agg::Initializer initializer_;
   agg::Merger merger_;
@@ -424,11 +405,13 @@ AggregatorPtr Collect(std::string field) {
   return std::make_shared<CollectAggregator>(std::move(field));
 }
 AggregatorPtr Reduce(Reducer reducer, Initializer initializer, Merger merger) {
-  return std::make_shared<ReduceAggregator>(std::move(reducer), nullptr, std::move(initializer),
-                                            std::move(merger));
+  WEIR_CHECK(reducer != nullptr, "agg::Reduce needs a reducer");
+  return ReduceInPlace(
+      [reducer = std::move(reducer)](Value& acc, const Value& v) { acc = reducer(acc, v); },
+      std::move(initializer), std::move(merger));
 }
 AggregatorPtr ReduceInPlace(Updater updater, Initializer initializer, Merger merger) {
-  return std::make_shared<ReduceAggregator>(nullptr, std::move(updater), std::move(initializer),
+  return std::make_shared<ReduceAggregator>(std::move(updater), std::move(initializer),
                                             std::move(merger));
 }
 }  // namespace agg

@@ -299,11 +299,7 @@ void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& va
   auto at = std::upper_bound(events.begin(), events.end(), t, [](int64_t x, const Value& e) {
     return x < e.as_array()[0].as_int();
   });
-  Value::Array event;  // [t, value], the value copied once (Value::Array{...} copies it twice)
-  event.reserve(2);
-  event.emplace_back(t);
-  event.push_back(value);
-  events.insert(at, Value(std::move(event)));
+  events.insert(at, Value::MakeArray({t, value}));
 
   // Every open window holding t takes it.
   for (size_t i = 0; i < key.windows(); ++i) {
