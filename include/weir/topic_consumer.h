@@ -13,7 +13,8 @@
 // order. It takes the data directory's lock, as an Application does, so it cannot read a data
 // directory that an application is running on (kUnavailable, naming the process): run it after
 // Run() returns, or read a running application's topics through its server (weir/subscription.h).
-// Values are parsed as JSON; a stored value that is not JSON is returned as a string.
+// Values are parsed as JSON (a repartition topic's binary values are decoded: the same values);
+// a stored value that is not JSON is returned as a string.
 // Threads: one thread at a time.
 #pragma once
 

@@ -277,10 +277,14 @@ class Value {
   void AppendJson(std::string& out) const;
   std::string ToJson() const;
 
-  // A compact binary form for state stores: smaller and faster than JSON text for numbers.
+  // A compact binary form for state stores and internal topics: smaller than JSON text, and read
+  // without a parse (a tag byte, then varints and length-prefixed bytes).
   void AppendBinary(std::string& out) const;
   // Decodes one value from the front of `in`, advancing it. kCorruption on malformed bytes.
   static Result<Value> ReadBinary(std::string_view& in);
+  // The same into this value, reusing its memory as AssignJson does. On error this value is null
+  // and `in` is somewhere past where it started.
+  Status AssignBinary(std::string_view& in);
 
   friend bool operator==(const Value& a, const Value& b) { return a.v_ == b.v_; }
 

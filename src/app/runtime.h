@@ -57,6 +57,9 @@ class Runtime {
     return end_of_input_.at(repartition_topic).get();
   }
   bool IsSinkTopic(const std::string& topic) const { return plan_.sink_topics.count(topic) > 0; }
+  bool IsRepartitionTopic(const std::string& topic) const {
+    return plan_.repartition_topics.count(topic) > 0;
+  }
   std::filesystem::path TaskDir(const std::string& task_id) const;
   const std::string& owner() const { return options_.name; }
   // A task ended its input: the coordinator checkpoints soon so downstream tasks see the rest.

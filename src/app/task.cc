@@ -640,8 +640,12 @@ dataflow::TopicWriter& Task::TopicOutput(std::string_view topic) {
   auto it = topic_writers_.find(topic);
   if (it == topic_writers_.end()) {
     std::string name(topic);
-    auto writer =
-        std::make_unique<dataflow::TopicWriter>(runtime_.OutputTopic(name), runtime_.owner());
+    // A repartition topic is read back only by the application's own tasks: binary values.
+    const log::ValueEncoding encoding = runtime_.IsRepartitionTopic(name)
+                                            ? log::ValueEncoding::kBinary
+                                            : log::ValueEncoding::kJson;
+    auto writer = std::make_unique<dataflow::TopicWriter>(runtime_.OutputTopic(name),
+                                                          runtime_.owner(), encoding);
     it = topic_writers_.emplace(name, std::move(writer)).first;
   }
   return *it->second;

@@ -73,9 +73,9 @@ inline std::vector<TopicRecord> ReadTopic(const std::string& data_dir, const std
         std::string key;
         auto k = r.DecodeKey();
         if (k.ok()) k->AppendJson(key);
-        auto v = Value::Parse(r.value);
-        out.push_back({p, r.offset.value(), key, r.timestamp.value(),
-                       v.ok() ? *v : Value(std::string(r.value))});
+        Value v;
+        if (!log::DecodeStoredValue(r.value, v).ok()) v = Value(std::string(r.value));
+        out.push_back({p, r.offset.value(), key, r.timestamp.value(), std::move(v)});
       }
     }
   }

@@ -77,7 +77,9 @@ Result<std::vector<ConsumedRecord>> TopicConsumer::Poll(size_t max) {
         WEIR_ASSIGN_OR_RETURN(r.record.headers, s.DecodeHeaders());
       }
       r.record.timestamp = s.timestamp;
-      if (!r.record.value.AssignJson(s.value).ok()) r.record.value.AssignString(s.value);
+      if (!log::DecodeStoredValue(s.value, r.record.value).ok()) {
+        r.record.value.AssignString(s.value);
+      }
       out.push_back(std::move(r));
     }
   }

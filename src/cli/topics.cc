@@ -30,8 +30,10 @@ void AppendConsumedLine(std::string& out, const log::StoredRecord& r, PartitionI
   out.append(",\"timestamp\":");
   out.append(std::to_string(r.timestamp.value()));
   out.append(",\"value\":");
-  if (dataflow::IsValidUtf8(r.value) && Value::Parse(r.value).ok()) {
-    out.append(r.value);
+  std::string scratch;
+  const std::string_view value = log::StoredValueJson(r.value, scratch);
+  if (dataflow::IsValidUtf8(value) && Value::Parse(value).ok()) {
+    out.append(value);
   } else {
     AppendJsonString(out, dataflow::Base64(r.value));
   }

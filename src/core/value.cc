@@ -72,11 +72,10 @@ enum BinaryTag : uint8_t {
 };
 
 constexpr int kMaxBinaryDepth = 512;
-// What a count read from stored bytes may reserve up front: a corrupt count must not reserve
-// gigabytes at each level; a real large array grows past it as it is read.
-constexpr uint64_t kMaxBinaryReserve = 1024;
 
-Result<Value> ReadBinaryAt(std::string_view& in, int depth) {
+// Writes the value at the front of `in` into `target` in place (as AssignDom does), advancing
+// `in`. kCorruption naming what is malformed; `target` then holds a partial value.
+Status AssignBinaryAt(std::string_view& in, Value& target, int depth) {
   if (in.empty()) return Status::Corruption("value: truncated");
   if (depth > kMaxBinaryDepth) return Status::Corruption("value: nesting too deep");
   uint8_t tag = static_cast<uint8_t>(in[0]);
@@ -84,48 +83,51 @@ Result<Value> ReadBinaryAt(std::string_view& in, int depth) {
   uint64_t n;
   switch (tag) {
     case kTagNull:
-      return Value();
+      target = Value();
+      return Status::OK();
     case kTagFalse:
-      return Value(false);
     case kTagTrue:
-      return Value(true);
+      target = tag == kTagTrue;
+      return Status::OK();
     case kTagInt:
       if (!coding::GetVarint64(in, n)) return Status::Corruption("value: bad int");
-      return Value(coding::UnZigZag(n));
+      target = coding::UnZigZag(n);
+      return Status::OK();
     case kTagDouble: {
       if (!coding::GetFixed64(in, n)) return Status::Corruption("value: bad double");
       double d;
       std::memcpy(&d, &n, 8);
-      return Value(d);
+      target = d;
+      return Status::OK();
     }
     case kTagString: {
       std::string_view s;
       if (!coding::GetLengthPrefixed(in, s)) return Status::Corruption("value: bad string");
-      return Value(s);
+      target.AssignString(s);
+      return Status::OK();
     }
     case kTagArray: {
-      if (!coding::GetVarint64(in, n) || n > in.size())
+      // Each item takes at least a byte: a count beyond what is left is corrupt.
+      if (!coding::GetVarint64(in, n) || n > in.size()) {
         return Status::Corruption("value: bad array");
-      Value::Array a;
-      a.reserve(std::min<uint64_t>(n, kMaxBinaryReserve));
-      for (uint64_t i = 0; i < n; ++i) {
-        WEIR_ASSIGN_OR_RETURN(Value item, ReadBinaryAt(in, depth + 1));
-        a.push_back(std::move(item));
       }
-      return Value(std::move(a));
+      Value::ArrayWriter items(target);
+      for (uint64_t i = 0; i < n; ++i) {
+        WEIR_RETURN_IF_ERROR(AssignBinaryAt(in, items.Add(), depth + 1));
+      }
+      return Status::OK();
     }
     case kTagObject: {
-      if (!coding::GetVarint64(in, n) || n > in.size())
+      if (!coding::GetVarint64(in, n) || n > in.size()) {
         return Status::Corruption("value: bad object");
-      Value::Object o;
-      o.reserve(std::min<uint64_t>(n, kMaxBinaryReserve));
+      }
+      Value::ObjectWriter members(target);
       for (uint64_t i = 0; i < n; ++i) {
         std::string_view name;
         if (!coding::GetLengthPrefixed(in, name)) return Status::Corruption("value: bad member");
-        WEIR_ASSIGN_OR_RETURN(Value item, ReadBinaryAt(in, depth + 1));
-        o.emplace_back(std::string(name), std::move(item));
+        WEIR_RETURN_IF_ERROR(AssignBinaryAt(in, members.Add(name), depth + 1));
       }
-      return Value(std::move(o));
+      return Status::OK();
     }
     default:
       return Status::Corruption("value: unknown tag " + std::to_string(tag));
@@ -560,6 +562,16 @@ void Value::AppendBinary(std::string& out) const {
   }
 }
 
-Result<Value> Value::ReadBinary(std::string_view& in) { return ReadBinaryAt(in, 0); }
+Result<Value> Value::ReadBinary(std::string_view& in) {
+  Value value;
+  WEIR_RETURN_IF_ERROR(value.AssignBinary(in));
+  return value;
+}
+
+Status Value::AssignBinary(std::string_view& in) {
+  Status s = AssignBinaryAt(in, *this, 0);
+  if (!s.ok()) *this = Value();
+  return s;
+}
 
 }  // namespace weir

@@ -35,6 +35,10 @@ Result<Record> DecodeJsonRecord(std::string_view json, const RecordExtraction& e
 Status DecodeJsonRecordInto(std::string_view json, const RecordExtraction& extraction,
                             Record& record) {
   WEIR_RETURN_IF_ERROR(record.value.AssignJson(json));
+  return ExtractKeyAndTimestamp(extraction, record);
+}
+
+Status ExtractKeyAndTimestamp(const RecordExtraction& extraction, Record& record) {
   if (!extraction.key.field.empty()) {
     WEIR_ASSIGN_OR_RETURN(record.key, ExtractKey(record.value, extraction.key));
   }

@@ -32,6 +32,9 @@ Result<Record> DecodeJsonRecord(std::string_view json, const RecordExtraction& e
 // are kept unless the extraction names a field. On error the record holds no usable value.
 Status DecodeJsonRecordInto(std::string_view json, const RecordExtraction& extraction,
                             Record& record);
+// The extraction alone, from a record whose value is decoded: the key and timestamp from the
+// fields the extraction names (kInvalidArgument as above).
+Status ExtractKeyAndTimestamp(const RecordExtraction& extraction, Record& record);
 
 // The value of a dead-letter record:
 // {"reason": ..., "source": ..., "position": ..., "raw": "<bytes>"} (or "raw_base64" when the

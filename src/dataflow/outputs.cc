@@ -12,8 +12,10 @@
 
 namespace weir::dataflow {
 
-TopicWriter::TopicWriter(log::Topic* topic, std::string owner)
-    : topic_(topic), owner_(std::move(owner)), batches_(topic->num_partitions()) {}
+TopicWriter::TopicWriter(log::Topic* topic, std::string owner, log::ValueEncoding encoding)
+    : topic_(topic),
+      owner_(std::move(owner)),
+      batches_(topic->num_partitions(), log::RecordBatchBuilder(encoding)) {}
 
 void TopicWriter::WriteTo(PartitionId partition, const Record& record) {
   batches_[partition.value()].Add(record.timestamp, record.key, record.value, record.headers);

@@ -25,7 +25,10 @@ namespace weir::dataflow {
 
 class TopicWriter {
  public:
-  TopicWriter(log::Topic* topic, std::string owner);
+  // Values are stored in `encoding`: kBinary only for topics that Weir alone reads back
+  // (repartition topics; log::ValueEncoding).
+  TopicWriter(log::Topic* topic, std::string owner,
+              log::ValueEncoding encoding = log::ValueEncoding::kJson);
   // Encodes the record into its partition's batch: the key's Kafka partition.
   void Write(const Record& record) { WriteTo(topic_->PartitionFor(record.key), record); }
   void WriteTo(PartitionId partition, const Record& record);

@@ -134,7 +134,8 @@ class TopicSource : public Source {
       WEIR_ASSIGN_OR_RETURN(record.headers, stored.DecodeHeaders());
     }
     record.timestamp = stored.timestamp;
-    return DecodeJsonRecordInto(stored.value, extraction_, record);
+    WEIR_RETURN_IF_ERROR(log::DecodeStoredValue(stored.value, record.value));
+    return ExtractKeyAndTimestamp(extraction_, record);
   }
 
   TopicSourceOptions options_;

@@ -117,6 +117,18 @@ TEST_F(LakeTest, AViewWithoutSqlHasTheRecordsFieldsAndTheirPositions) {
   EXPECT_EQ(status->rows, 2);
 }
 
+// Values stored in the binary form (a repartition topic's) are the same records to a view.
+TEST_F(LakeTest, AViewOfBinaryStoredValuesHasTheirFields) {
+  log::Topic& internal = Topic("internal");
+  log::RecordBatchBuilder b(log::ValueEncoding::kBinary);
+  b.Add(EventTime(1000), Key::String("k"), *Value::Parse(R"({"page":"a","amount":2})"));
+  b.Add(EventTime(1001), Key::String("k"), *Value::Parse(R"({"page":"b","amount":3.5})"));
+  ASSERT_TRUE(internal.partition(PartitionId(0)).Append(b, log::Durability::kWaitDurable).ok());
+  ASSERT_TRUE(lake_->Register(Spec("internal_view", "internal")).ok());
+  EXPECT_EQ(Rows("SELECT page, amount, _offset FROM internal_view ORDER BY _offset"),
+            (std::vector<std::string>{"a|2.0|0", "b|3.5|1"}));
+}
+
 TEST_F(LakeTest, RecordsThatDoNotFitTheColumnsAreDeadLetteredAndTheRestWritten) {
   log::Topic& t = Topic("orders");
   Append(t, {R"({"id":1,"price":10})", R"({"id":"two","price":20})", "not json",

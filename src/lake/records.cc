@@ -133,9 +133,11 @@ std::vector<ViewColumn> InferColumns(std::span<const log::StoredRecord> records)
   simdjson::dom::parser parser;
   std::vector<ViewColumn> columns;
   std::vector<bool> typed;  // whether a non-null value fixed the column's kind
+  std::string value_json;
   for (const log::StoredRecord& record : records) {
+    const std::string_view value = log::StoredValueJson(record.value, value_json);
     simdjson::dom::element root;
-    if (parser.parse(record.value.data(), record.value.size()).get(root) != simdjson::SUCCESS ||
+    if (parser.parse(value.data(), value.size()).get(root) != simdjson::SUCCESS ||
         !root.is_object()) {
       continue;
     }
@@ -168,6 +170,7 @@ struct RecordColumns::Parser {
   };
   std::vector<Slot> slots;
   std::string json_text;  // a json column's minified text
+  std::string value_json;  // a value stored in the binary form, as JSON (log::StoredValueJson)
 };
 
 RecordColumns::RecordColumns() : parser_(std::make_unique<Parser>()) {}
@@ -224,12 +227,13 @@ size_t RecordColumns::rows() const { return parser_->batch.rows(); }
 Status RecordColumns::Add(const log::StoredRecord& record, int32_t topic_partition) {
   Parser& p = *parser_;
   simdjson::dom::element root;
-  if (archive_) {
+  if (archive_) {  // the bytes as the log holds them, whatever their form (the server shows them)
     AppendMeta(record, topic_partition);
     p.batch.AppendBytes(kMetaColumnCount, record.value);
     return Status::OK();
   }
-  if (auto error = p.dom.parse(record.value.data(), record.value.size()).get(root);
+  const std::string_view value = log::StoredValueJson(record.value, p.value_json);
+  if (auto error = p.dom.parse(value.data(), value.size()).get(root);
       error != simdjson::SUCCESS) {
     return Status::InvalidArgument(std::string("value is not valid JSON: ") +
                                    simdjson::error_message(error));

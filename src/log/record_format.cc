@@ -24,6 +24,26 @@ bool SkipHeaders(std::string_view& in, uint64_t count) {
 
 }  // namespace
 
+Status DecodeStoredValue(std::string_view stored, Value& out) {
+  if (!IsBinaryValue(stored)) return out.AssignJson(stored);
+  std::string_view in = stored.substr(kBinaryValueMark.size());
+  Status decoded = out.AssignBinary(in);
+  if (decoded.ok() && in.empty()) return decoded;
+  out = Value();
+  return Status::InvalidArgument("malformed binary value: " +
+                                 (decoded.ok() ? std::string("bytes after the value")
+                                               : std::string(decoded.message())));
+}
+
+std::string_view StoredValueJson(std::string_view stored, std::string& scratch) {
+  if (!IsBinaryValue(stored)) return stored;
+  Value decoded;
+  if (!DecodeStoredValue(stored, decoded).ok()) return stored;
+  scratch.clear();
+  decoded.AppendJson(scratch);
+  return scratch;
+}
+
 Result<Key> StoredRecord::DecodeKey() const {
   auto decoded = Key::FromBytes(key_serde, key);
   if (!decoded.ok()) {
@@ -79,7 +99,12 @@ void RecordBatchBuilder::Add(EventTime timestamp, const Key& key, const Value& v
                              std::span<const Header> headers) {
   size_t body_start;
   AppendPrefix(timestamp, key.serde(), key.bytes(), headers, body_start);
-  value.AppendJson(buffer_);
+  if (encoding_ == ValueEncoding::kBinary) {
+    buffer_.append(kBinaryValueMark);
+    value.AppendBinary(buffer_);
+  } else {
+    value.AppendJson(buffer_);
+  }
   FinishBody(body_start);
 }
 

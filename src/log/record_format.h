@@ -43,7 +43,7 @@ struct StoredRecord {
   int64_t append_time_ms = 0;
   KeySerde key_serde = KeySerde::kNull;
   std::string_view key;
-  std::string_view value;    // exactly what was appended (JSON text for Weir's own writers)
+  std::string_view value;    // exactly what was appended (JSON text, or see ValueEncoding)
   std::string_view headers;  // encoded; see DecodeHeaders
   uint32_t header_count = 0;
 
@@ -70,11 +70,35 @@ struct StoredRecord {
   Status MalformedHeaders(std::string_view problem) const;
 };
 
+// How Add stores a record's value.
+//   kJson: JSON text, what every topic that users read and write holds.
+//   kBinary: kBinaryValueMark then Value::AppendBinary's form, for topics only Weir reads back
+//     (repartition topics): read without a parse. Anything that shows a stored value to a user
+//     (`weir topics consume`, the WebSocket server, the lake) turns it into JSON text with
+//     StoredValueJson; TopicSource reads both with DecodeStoredValue.
+enum class ValueEncoding : uint8_t { kJson, kBinary };
+
+// The first bytes of a value stored in the binary form. 0xFF never occurs in UTF-8, so no JSON
+// text begins with it: the first byte tells the two forms apart, record by record, whatever the
+// topic (a repartition topic written by an older Weir holds JSON text).
+inline constexpr std::string_view kBinaryValueMark{"\xFF\x01", 2};
+inline bool IsBinaryValue(std::string_view stored) { return stored.starts_with(kBinaryValueMark); }
+// A stored value into `out`, reusing its memory: the binary form, or else JSON text.
+// kInvalidArgument with the reason (malformed JSON, a malformed binary form) for a dead letter;
+// `out` is then null.
+Status DecodeStoredValue(std::string_view stored, Value& out);
+// A stored value as JSON text: `stored` itself, unless it is in the binary form, which is
+// written as JSON into `scratch` (cleared first) and returned from there. A malformed binary form
+// comes back as it is (not JSON: callers show it as they show any bytes that are not).
+std::string_view StoredValueJson(std::string_view stored, std::string& scratch);
+
 // Encodes records back to back in the record format, for one Append. Not thread-safe; owned by
 // one producer (a task's output buffer for one partition, a CLI producer, a publish request).
 class RecordBatchBuilder {
  public:
-  // Encodes one record. The value is written as JSON text straight into the buffer.
+  explicit RecordBatchBuilder(ValueEncoding encoding = ValueEncoding::kJson)
+      : encoding_(encoding) {}
+  // Encodes one record. The value is written straight into the buffer, in the builder's encoding.
   void Add(EventTime timestamp, const Key& key, const Value& value,
            std::span<const Header> headers = {});
   // Encodes one record whose value is already JSON text (or any bytes): stored as is.
@@ -93,6 +117,7 @@ class RecordBatchBuilder {
                     std::span<const Header> headers, size_t& body_start);
   void FinishBody(size_t body_start);
 
+  ValueEncoding encoding_;
   std::string buffer_;
   size_t count_ = 0;
 };

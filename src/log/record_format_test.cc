@@ -48,6 +48,55 @@ TEST(RecordFormat, RoundTripsKeysValuesTimestampsAndHeaders) {
   EXPECT_EQ(out[2].value, R"("x")");
 }
 
+// Internal topics store values in the binary form; readers get the same values back, and what
+// shows values to users gets the same JSON text a JSON topic holds.
+TEST(RecordFormat, BinaryValuesDecodeToTheValueAndShowAsItsJson) {
+  const Value value = *Value::Parse(
+      R"({"bidder":1007,"price":12.5,"name":"caf\u00e9 \"x\"","tags":[true,null,{"a":[]}]})");
+  RecordBatchBuilder binary(ValueEncoding::kBinary);
+  binary.Add(EventTime(1), Key::Int(1007), value);
+  RecordBatchBuilder json;
+  json.Add(EventTime(1), Key::Int(1007), value);
+  std::vector<StoredRecord> out;
+  ASSERT_TRUE(DecodeRecords(binary.payload(), 1, Offset(0), out).ok());
+  ASSERT_TRUE(DecodeRecords(json.payload(), 1, Offset(1), out).ok());
+  const std::string_view stored_binary = out[0].value, stored_json = out[1].value;
+  EXPECT_TRUE(IsBinaryValue(stored_binary));
+  EXPECT_FALSE(IsBinaryValue(stored_json));
+  EXPECT_LT(stored_binary.size(), stored_json.size());
+
+  Value slot = Value::MakeObject({{"old", "member"}});
+  ASSERT_TRUE(DecodeStoredValue(stored_binary, slot).ok());
+  EXPECT_EQ(slot, value);
+  ASSERT_TRUE(DecodeStoredValue(stored_json, slot).ok());
+  EXPECT_EQ(slot, value);
+  std::string scratch;
+  EXPECT_EQ(StoredValueJson(stored_binary, scratch), value.ToJson());
+  EXPECT_EQ(StoredValueJson(stored_json, scratch).data(), stored_json.data());  // not copied
+}
+
+TEST(RecordFormat, AMalformedBinaryValueIsRefusedAndShownAsItsBytes) {
+  std::string stored(kBinaryValueMark);
+  Value::MakeObject({{"bidder", 1007}, {"name", "someone"}}).AppendBinary(stored);
+  for (const std::string& bad :
+       {stored.substr(0, stored.size() - 1), stored + "x", std::string(kBinaryValueMark),
+        std::string(kBinaryValueMark) + "\x09"}) {
+    Value slot = 5;
+    Status s = DecodeStoredValue(bad, slot);
+    ASSERT_FALSE(s.ok()) << bad.size();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_TRUE(s.message().starts_with("malformed binary value: ")) << s.message();
+    EXPECT_TRUE(slot.is_null());
+    std::string scratch;
+    EXPECT_EQ(StoredValueJson(bad, scratch), bad);
+  }
+  // Malformed JSON is refused as Value::Parse refuses it.
+  Value slot;
+  Status s = DecodeStoredValue("{\"a\":", slot);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(s.message().starts_with("malformed JSON")) << s.message();
+}
+
 TEST(RecordFormat, NullKeyAndEmptyValueRoundTrip) {
   RecordBatchBuilder b;
   b.AddRaw(EventTime(7), KeySerde::kNull, "", "");

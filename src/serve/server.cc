@@ -70,7 +70,10 @@ EncodedBatch Encode(std::span<const Message> records) {
   size_t bytes = 0;
   for (const Message& r : records) bytes += r.value.size() + 32;
   batch.bytes.reserve(bytes);
-  for (const Message& r : records) AppendMessageFrame(batch.bytes, OffsetOf(r), r.value);
+  std::string scratch;  // a value stored in the binary form, as JSON (log::StoredValueJson)
+  for (const Message& r : records) {
+    AppendMessageFrame(batch.bytes, OffsetOf(r), log::StoredValueJson(r.value, scratch));
+  }
   return batch;
 }
 

@@ -253,6 +253,26 @@ TEST_F(ServerSubscribe, ReplayThenLiveHasNoGapAndNoDuplicateWhileAppending) {
   client.Close();
 }
 
+// A topic whose values are stored in the binary form (a repartition topic) is served as JSON.
+TEST_F(ServerSubscribe, BinaryStoredValuesAreSentAsTheirJson) {
+  log::Partition& p = CreateTopic("internal");
+  const Value value = *Value::Parse(R"({"bidder":7,"name":"caf\u00e9 \"q\"","bids":[1.5,null]})");
+  log::RecordBatchBuilder batch(log::ValueEncoding::kBinary);
+  batch.Add(EventTime(1), Key::Int(7), value);
+  batch.Add(EventTime(2), Key::Int(8), Value(8));
+  ASSERT_TRUE(p.Append(batch, log::Durability::kWaitDurable).ok());
+  StartServer();
+  WsClient client(port_, "/streams/internal?offset=0");
+  ASSERT_TRUE(client.Read()) << client.ending().reason;  // the greeting
+  auto first = client.Read();
+  ASSERT_TRUE(first) << client.ending().reason;
+  EXPECT_EQ(*first, MessageText(0, value.ToJson()));
+  auto second = client.Read();
+  ASSERT_TRUE(second) << client.ending().reason;
+  EXPECT_EQ(*second, MessageText(1, "8"));
+  client.Close();
+}
+
 // --- Resuming ------------------------------------------------------------------------------------
 
 using ServerResume = ServerTest;
