@@ -391,21 +391,19 @@ inline unsigned EscapeMarks16(const Block16& block) {
   return MakeBlock16(low | (kFill << (8 * n)), kFill);
 }
 
-// Writes JSON at the end of a std::string through a raw cursor. Room is made ahead (the string
-// grows past what is written, then is cut back to it when the writer goes), so that a byte
-// written is a store: std::string's push_back and append are calls (libstdc++ instantiates
-// std::string once, out of line), each with its capacity check and length update.
-class JsonWriter {
+// Writes at the end of a std::string through a raw cursor. Room is made ahead (the string grows
+// past what is written, then is cut back to it when the writer goes), so that a byte written is
+// a store: std::string's push_back and append are calls (libstdc++ instantiates std::string
+// once, out of line), each with its capacity check and length update.
+class CursorWriter {
  public:
-  explicit JsonWriter(std::string& out) : out_(out), start_(out.size()) { Grow(kFirstRoom); }
-  ~JsonWriter() { out_.resize(static_cast<size_t>(cursor_ - out_.data())); }
-  JsonWriter(const JsonWriter&) = delete;
-  JsonWriter& operator=(const JsonWriter&) = delete;
+  CursorWriter(const CursorWriter&) = delete;
+  CursorWriter& operator=(const CursorWriter&) = delete;
 
-  void String(std::string_view s);
-  void Value(const weir::Value& v);
+ protected:
+  explicit CursorWriter(std::string& out) : out_(out), start_(out.size()) { Grow(kFirstRoom); }
+  ~CursorWriter() { out_.resize(static_cast<size_t>(cursor_ - out_.data())); }
 
- private:
   static constexpr size_t kFirstRoom = 256;
 
   // At least `n` bytes writable at the cursor.
@@ -429,6 +427,22 @@ class JsonWriter {
     std::memcpy(cursor_, data, n);
     cursor_ += n;
   }
+
+  std::string& out_;
+  size_t start_;  // where this writer began in `out`
+  char* cursor_ = nullptr;
+  char* end_ = nullptr;
+};
+
+// JSON text (Value::AppendJson, AppendJsonString).
+class JsonWriter : public CursorWriter {
+ public:
+  explicit JsonWriter(std::string& out) : CursorWriter(out) {}
+
+  void String(std::string_view s);
+  void Value(const weir::Value& v);
+
+ private:
   void Int(int64_t i) {
     Room(20);
     cursor_ = std::to_chars(cursor_, cursor_ + 20, i).ptr;
@@ -436,12 +450,64 @@ class JsonWriter {
   void Double(double d);
   // The escape of `c`, a byte that needs one.
   void Escape(unsigned char c);
-
-  std::string& out_;
-  size_t start_;  // where this writer began in `out`
-  char* cursor_ = nullptr;
-  char* end_ = nullptr;
 };
+
+// The binary form (Value::AppendBinary): a tag byte, then varints, fixed 64-bit doubles and
+// length-prefixed bytes (ReadBinaryAt's format).
+class BinaryWriter : public CursorWriter {
+ public:
+  explicit BinaryWriter(std::string& out) : CursorWriter(out) {}
+
+  void Value(const weir::Value& v);
+
+ private:
+  [[gnu::always_inline]] void Tag(BinaryTag tag) { Byte(static_cast<char>(tag)); }
+  [[gnu::always_inline]] void Varint(uint64_t v) {
+    Room(10);
+    while (v >= 0x80) {
+      *cursor_++ = static_cast<char>(v | 0x80);
+      v >>= 7;
+    }
+    *cursor_++ = static_cast<char>(v);
+  }
+  [[gnu::always_inline]] void LengthPrefixed(std::string_view s) {
+    Varint(s.size());
+    Bytes(s.data(), s.size());
+  }
+};
+
+void BinaryWriter::Value(const weir::Value& v) {
+  switch (v.type()) {
+    case weir::Value::Type::kNull:
+      return Tag(kTagNull);
+    case weir::Value::Type::kBool:
+      return Tag(v.as_bool() ? kTagTrue : kTagFalse);
+    case weir::Value::Type::kInt:
+      Tag(kTagInt);
+      return Varint(coding::ZigZag(v.as_int()));
+    case weir::Value::Type::kDouble: {
+      Tag(kTagDouble);
+      const double d = v.as_double();
+      return Bytes(reinterpret_cast<const char*>(&d), 8);
+    }
+    case weir::Value::Type::kString:
+      Tag(kTagString);
+      return LengthPrefixed(v.as_string());
+    case weir::Value::Type::kArray:
+      Tag(kTagArray);
+      Varint(v.as_array().size());
+      for (const weir::Value& item : v.as_array()) Value(item);
+      return;
+    case weir::Value::Type::kObject:
+      Tag(kTagObject);
+      Varint(v.as_object().size());
+      for (const weir::Value::Member& m : v.as_object()) {
+        LengthPrefixed(m.first);
+        Value(m.second);
+      }
+      return;
+  }
+}
 
 void JsonWriter::Double(double d) {
   if (!std::isfinite(d)) {
@@ -560,45 +626,7 @@ std::string Value::ToJson() const {
   return out;
 }
 
-void Value::AppendBinary(std::string& out) const {
-  switch (type()) {
-    case Type::kNull:
-      out.push_back(static_cast<char>(kTagNull));
-      return;
-    case Type::kBool:
-      out.push_back(static_cast<char>(as_bool() ? kTagTrue : kTagFalse));
-      return;
-    case Type::kInt:
-      out.push_back(static_cast<char>(kTagInt));
-      coding::PutVarint64(out, coding::ZigZag(as_int()));
-      return;
-    case Type::kDouble: {
-      out.push_back(static_cast<char>(kTagDouble));
-      uint64_t bits;
-      double d = as_double();
-      std::memcpy(&bits, &d, 8);
-      coding::PutFixed64(out, bits);
-      return;
-    }
-    case Type::kString:
-      out.push_back(static_cast<char>(kTagString));
-      coding::PutLengthPrefixed(out, as_string());
-      return;
-    case Type::kArray:
-      out.push_back(static_cast<char>(kTagArray));
-      coding::PutVarint64(out, as_array().size());
-      for (const Value& item : as_array()) item.AppendBinary(out);
-      return;
-    case Type::kObject:
-      out.push_back(static_cast<char>(kTagObject));
-      coding::PutVarint64(out, as_object().size());
-      for (const Member& m : as_object()) {
-        coding::PutLengthPrefixed(out, m.first);
-        m.second.AppendBinary(out);
-      }
-      return;
-  }
-}
+void Value::AppendBinary(std::string& out) const { BinaryWriter(out).Value(*this); }
 
 Result<Value> Value::ReadBinary(std::string_view& in) {
   Value value;

@@ -222,6 +222,24 @@ TEST(Value, FindTellsApartNamesDifferingInAnyByte) {
   }
 }
 
+// The binary form is on disk (checkpointed state, repartition topics): its bytes must not change
+// from one build to the next.
+TEST(Value, TheBinaryFormsBytesAreFixed) {
+  using std::string_literals::operator""s;
+  const Value v = Value::MakeObject(
+      {{"a", -2}, {"s", "hé"}, {"l", Value::MakeArray({true, false, nullptr, 1.5, 300})}});
+  std::string bin;
+  v.AppendBinary(bin);
+  EXPECT_EQ(bin,
+            "\x07\x03"                              // object of 3 members
+            "\x01" "a" "\x03\x03"                   // "a": int, zigzag(-2) = 3
+            "\x01" "s" "\x05\x03" "h\xc3\xa9"      // "s": string of 3 bytes
+            "\x01" "l" "\x06\x05"                   // "l": array of 5
+            "\x02" "\x01" "\x00"                    // true, false, null
+            "\x04" "\x00\x00\x00\x00\x00\x00\xf8\x3f"  // 1.5, little-endian bits
+            "\x03" "\xd8\x04"s);                    // zigzag(300) = 600 as a varint
+}
+
 TEST(Value, TruncatedBinaryIsCorruptionNotACrash) {
   Value v = Value::MakeObject({{"a", Value::Array{1, "two", 3.0}}, {"b", "text"}});
   std::string bin;
