@@ -641,9 +641,8 @@ dataflow::TopicWriter& Task::TopicOutput(std::string_view topic) {
   if (it == topic_writers_.end()) {
     std::string name(topic);
     // A repartition topic is read back only by the application's own tasks: binary values.
-    const log::ValueEncoding encoding = runtime_.IsRepartitionTopic(name)
-                                            ? log::ValueEncoding::kBinary
-                                            : log::ValueEncoding::kJson;
+    const log::ValueEncoding encoding =
+        runtime_.IsRepartitionTopic(name) ? log::ValueEncoding::kBinary : log::ValueEncoding::kJson;
     auto writer = std::make_unique<dataflow::TopicWriter>(runtime_.OutputTopic(name),
                                                           runtime_.owner(), encoding);
     it = topic_writers_.emplace(name, std::move(writer)).first;

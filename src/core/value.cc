@@ -374,16 +374,17 @@ inline unsigned EscapeMarks16(const Block16& block) {
   if (n >= 8) {
     // Bytes 8..n-1 are the top n-8 bytes of the word that ends at p + n.
     const unsigned high_bytes = static_cast<unsigned>(n - 8);
-    const uint64_t high =
-        high_bytes == 0 ? kFill
-                        : (LoadWord<uint64_t>(p + n - 8) >> (8 * (8 - high_bytes))) |
-                              (kFill << (8 * high_bytes));
+    const uint64_t high = high_bytes == 0
+                              ? kFill
+                              : (LoadWord<uint64_t>(p + n - 8) >> (8 * (8 - high_bytes))) |
+                                    (kFill << (8 * high_bytes));
     return MakeBlock16(LoadWord<uint64_t>(p), high);
   }
   uint64_t low;
   if (n >= 4) {
     // Two words of 4 that overlap on equal bytes when n < 8.
-    low = uint64_t{LoadWord<uint32_t>(p)} | (uint64_t{LoadWord<uint32_t>(p + n - 4)} << (8 * (n - 4)));
+    low = uint64_t{LoadWord<uint32_t>(p)} |
+          (uint64_t{LoadWord<uint32_t>(p + n - 4)} << (8 * (n - 4)));
   } else {
     low = 0;
     for (size_t i = 0; i < n; ++i) low |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);

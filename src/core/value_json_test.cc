@@ -905,7 +905,7 @@ TEST(ValueJson, AssignBinaryOverAnotherValueEqualsAFreshRead) {
     auto doc = Value::Parse(i % 3 == 0 ? gen.Document() : gen.Record());
     if (!doc.ok()) continue;
     std::string bin = Binary(*doc);
-    if (i % 7 == 0) bin.resize(bin.size() / 2);  // cut
+    if (i % 7 == 0) bin.resize(bin.size() / 2);     // cut
     if (i % 11 == 0) bin[bin.size() / 3] = '\x09';  // an unknown tag, or a bad length
     bin += "next";
     std::string_view in = bin;

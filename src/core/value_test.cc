@@ -230,14 +230,12 @@ TEST(Value, TheBinaryFormsBytesAreFixed) {
       {{"a", -2}, {"s", "hé"}, {"l", Value::MakeArray({true, false, nullptr, 1.5, 300})}});
   std::string bin;
   v.AppendBinary(bin);
-  EXPECT_EQ(bin,
-            "\x07\x03"                              // object of 3 members
-            "\x01" "a" "\x03\x03"                   // "a": int, zigzag(-2) = 3
-            "\x01" "s" "\x05\x03" "h\xc3\xa9"      // "s": string of 3 bytes
-            "\x01" "l" "\x06\x05"                   // "l": array of 5
-            "\x02" "\x01" "\x00"                    // true, false, null
-            "\x04" "\x00\x00\x00\x00\x00\x00\xf8\x3f"  // 1.5, little-endian bits
-            "\x03" "\xd8\x04"s);                    // zigzag(300) = 600 as a varint
+  // object of 3 members; "a": int, zigzag(-2) = 3; "s": a string of 3 bytes; "l": an array of 5:
+  // true, false, null, 1.5 (its bits, little-endian), int zigzag(300) = 600 as a varint.
+  const std::string want = "\x07\x03"s + "\x01" + "a" + "\x03\x03" + "\x01" + "s" + "\x05\x03" +
+                           "h\xc3\xa9" + "\x01" + "l" + "\x06\x05" + "\x02" + "\x01" + "\x00"s +
+                           "\x04" + "\x00\x00\x00\x00\x00\x00\xf8\x3f"s + "\x03" + "\xd8\x04";
+  EXPECT_EQ(bin, want);
 }
 
 TEST(Value, TruncatedBinaryIsCorruptionNotACrash) {

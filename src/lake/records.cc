@@ -169,7 +169,7 @@ struct RecordColumns::Parser {
     bool present = false;
   };
   std::vector<Slot> slots;
-  std::string json_text;  // a json column's minified text
+  std::string json_text;   // a json column's minified text
   std::string value_json;  // a value stored in the binary form, as JSON (log::StoredValueJson)
 };
 
@@ -233,8 +233,7 @@ Status RecordColumns::Add(const log::StoredRecord& record, int32_t topic_partiti
     return Status::OK();
   }
   const std::string_view value = log::StoredValueJson(record.value, p.value_json);
-  if (auto error = p.dom.parse(value.data(), value.size()).get(root);
-      error != simdjson::SUCCESS) {
+  if (auto error = p.dom.parse(value.data(), value.size()).get(root); error != simdjson::SUCCESS) {
     return Status::InvalidArgument(std::string("value is not valid JSON: ") +
                                    simdjson::error_message(error));
   }

@@ -30,9 +30,9 @@ Status DecodeStoredValue(std::string_view stored, Value& out) {
   Status decoded = out.AssignBinary(in);
   if (decoded.ok() && in.empty()) return decoded;
   out = Value();
-  return Status::InvalidArgument("malformed binary value: " +
-                                 (decoded.ok() ? std::string("bytes after the value")
-                                               : std::string(decoded.message())));
+  return Status::InvalidArgument(
+      "malformed binary value: " +
+      (decoded.ok() ? std::string("bytes after the value") : std::string(decoded.message())));
 }
 
 std::string_view StoredValueJson(std::string_view stored, std::string& scratch) {

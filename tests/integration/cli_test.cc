@@ -208,11 +208,10 @@ TEST_F(Cli, ARepartitionTopicsBinaryValuesAreShownAsJson) {
                     R"(,"s":"café \"q\"","x":-1.5})");
   }
   testing::WriteLines(dir_ / "in.jsonl", input);
-  testing::WriteLines(dir_ / "p.yaml", {"name: rp",
-                                        "source: {file: " + (dir_ / "in.jsonl") +
-                                            ", key: user, timestamp: ts}",
-                                        "steps: [{group_by: page}, {aggregate: {n: count}}]",
-                                        "sink: {topic: counts}"});
+  testing::WriteLines(
+      dir_ / "p.yaml",
+      {"name: rp", "source: {file: " + (dir_ / "in.jsonl") + ", key: user, timestamp: ts}",
+       "steps: [{group_by: page}, {aggregate: {n: count}}]", "sink: {topic: counts}"});
   ASSERT_EQ(Weir({"run", dir_ / "p.yaml", "--data-dir", data(), "-q"}).exit_code, 0);
   const std::string topic = "rp.repartition.group-by-1";
   {
