@@ -30,13 +30,7 @@ void AppendConsumedLine(std::string& out, const log::StoredRecord& r, PartitionI
   out.append(",\"timestamp\":");
   out.append(std::to_string(r.timestamp.value()));
   out.append(",\"value\":");
-  std::string scratch;
-  const std::string_view value = log::StoredValueJson(r.value, scratch);
-  if (dataflow::IsValidUtf8(value) && Value::Parse(value).ok()) {
-    out.append(value);
-  } else {
-    AppendJsonString(out, dataflow::Base64(r.value));
-  }
+  dataflow::AppendStoredValueForDisplay(out, r.value);
   out.append("}\n");
 }
 

@@ -1,5 +1,6 @@
 #include "dataflow/json_records.h"
 
+#include "log/record_format.h"
 #include "simdjson.h"
 
 namespace weir::dataflow {
@@ -47,6 +48,17 @@ Status ExtractKeyAndTimestamp(const RecordExtraction& extraction, Record& record
                           ExtractTimestamp(record.value, extraction.timestamp_field));
   }
   return Status::OK();
+}
+
+void AppendStoredValueForDisplay(std::string& out, std::string_view stored) {
+  if (log::IsBinaryValue(stored)) {
+    Value decoded;
+    if (log::DecodeStoredValue(stored, decoded).ok()) return decoded.AppendJson(out);
+  } else if (IsValidUtf8(stored) && Value::Parse(stored).ok()) {
+    out.append(stored);
+    return;
+  }
+  AppendJsonString(out, Base64(stored));
 }
 
 bool IsValidUtf8(std::string_view bytes) {

@@ -42,6 +42,11 @@ Status ExtractKeyAndTimestamp(const RecordExtraction& extraction, Record& record
 Value MakeDeadLetterValue(std::string_view reason, std::string_view source, Value position,
                           std::string_view raw);
 
+// A stored record value as the JSON value that shows it (`weir consume`'s lines): the JSON text
+// as it is, the binary form (log::ValueEncoding) written as JSON, or for bytes that are neither a
+// JSON string of their base64.
+void AppendStoredValueForDisplay(std::string& out, std::string_view stored);
+
 // Whether `bytes` is valid UTF-8.
 bool IsValidUtf8(std::string_view bytes);
 std::string Base64(std::string_view bytes);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "log/record_format.h"
+
 namespace weir::dataflow {
 namespace {
 
@@ -65,6 +67,20 @@ TEST(JsonRecords, DeadLetterCarriesReasonPositionAndRawBytes) {
             R"({"reason":"bad","source":"file x.jsonl","position":{"line":3},"raw":"{oops"})");
   Value binary = MakeDeadLetterValue("bad", "s", Value(), std::string("\xff\xfe", 2));
   EXPECT_EQ(binary.Find("raw_base64")->as_string(), "//4=");
+}
+
+TEST(JsonRecords, AStoredValueIsShownAsItsJsonOrItsBytesInBase64) {
+  auto shown = [](std::string_view stored) {
+    std::string out = "x";
+    AppendStoredValueForDisplay(out, stored);
+    return out;
+  };
+  EXPECT_EQ(shown(R"({"a":[1,"b"]})"), R"(x{"a":[1,"b"]})");
+  std::string binary(log::kBinaryValueMark);
+  Value::MakeObject({{"a", Value::MakeArray({1, "b"})}}).AppendBinary(binary);
+  EXPECT_EQ(shown(binary), R"(x{"a":[1,"b"]})");
+  EXPECT_EQ(shown(std::string(log::kBinaryValueMark) + "\x09"), R"(x"/wEJ")");  // malformed
+  EXPECT_EQ(shown("not json"), R"(x"bm90IGpzb24=")");
 }
 
 TEST(JsonRecords, Base64MatchesRfc4648Vectors) {

@@ -169,13 +169,7 @@ inline std::string ConsumeLine(const log::StoredRecord& r, int32_t partition) {
     out += "null";
   }
   out += ",\"timestamp\":" + std::to_string(r.timestamp.value()) + ",\"value\":";
-  std::string scratch;
-  const std::string_view value = log::StoredValueJson(r.value, scratch);
-  if (dataflow::IsValidUtf8(value) && Value::Parse(value).ok()) {
-    out.append(value);
-  } else {
-    AppendJsonString(out, dataflow::Base64(r.value));
-  }
+  dataflow::AppendStoredValueForDisplay(out, r.value);
   return out + "}\n";
 }
 
