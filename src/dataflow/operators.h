@@ -29,8 +29,8 @@ class Operator {
   // hold records back (windows) release them here; the default passes it on.
   virtual void OnWatermark(Watermark watermark);
   // A record this task will process soon: a stateful step touches its key's state now so that
-  // the cache misses of several records overlap (stage 0 further ahead, stage 1 nearer). A hint:
-  // it changes nothing. The default does nothing; a step that overrides it adds itself in
+  // the cache misses of several records overlap (stage 0 furthest ahead, then 1, then 2, the
+  // nearest: each stage reads what the one before brought into cache). A hint: it changes nothing. The default does nothing; a step that overrides it adds itself in
   // CollectPrefetching, and the task calls it directly, not through the steps before it.
   virtual void Prefetch(const Record&, int) {}
   // Appends the steps from this one down whose Prefetch does something, stopping at steps that

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/prefetch.h"
 #include "nexmark/java_random.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -626,7 +627,7 @@ void NexmarkGenerator::NextBid(int64_t event_id, JavaRandom& random, Bid& b) con
     parts = &channels_[std::size(kHotChannels) + static_cast<size_t>(random.NextInt(kNumChannels))];
   }
   // The channel's parts come from L2 cache (or further) while extra is made.
-  __builtin_prefetch(parts);
+  PrefetchForRead(parts);
   NextExtra(random, 8 * 4, config_.avg_bid_byte_size, simd_letters_, b.extra);
   if (hot_name != nullptr) {
     b.channel = hot_name;

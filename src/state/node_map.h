@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/prefetch.h"
 #include "core/sanitizers.h"
 
 namespace weir::state {
@@ -50,11 +51,30 @@ class NodeMap {
 
   // Batch lookups hide their cache misses by touching the memory of keys they will look up
   // soon: the slot first (PrefetchSlot), the node a little later (PrefetchNode, which reads the
-  // slot, by then in cache). Hints only: nothing changes.
+  // slot, by then in cache), what the node points to last (PrefetchContents). Hints only:
+  // nothing changes.
   static uint64_t Hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
-  void PrefetchSlot(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask()]); }
+  void PrefetchSlot(uint64_t hash) const { PrefetchForRead(&slots_[hash & mask()]); }
   void PrefetchNode(uint64_t hash) const {
-    if (const Node* node = slots_[hash & mask()].node) __builtin_prefetch(node);
+    if (const Node* node = slots_[hash & mask()].node) {
+      // Both ends: a node (key, then value) spans two cache lines more often than not.
+      PrefetchForRead(node);
+      PrefetchForRead(reinterpret_cast<const char*>(node + 1) - 1);
+    }
+  }
+  // The last stage, nearer still: what the node points to (a key longer than a string keeps
+  // inline, and whatever `touch(node)` prefetches of its value), read through the node, by then in
+  // cache. Takes the first node of the probe run with the same hash without comparing keys: a
+  // hint may touch the wrong node's memory, never change anything.
+  template <typename Touch>
+  void PrefetchContents(uint64_t hash, Touch&& touch) const {
+    for (size_t i = hash & mask(); slots_[i].node != nullptr; i = (i + 1) & mask()) {
+      if (slots_[i].hash == hash) {
+        PrefetchForRead(slots_[i].node->first.data());
+        touch(*slots_[i].node);
+        return;
+      }
+    }
   }
 
   // Adds `key` with `value`. REQUIRES: find(key) == nullptr.

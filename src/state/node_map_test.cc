@@ -58,5 +58,30 @@ TEST(NodeMap, EraseIfRemovesExactlyTheMatchingNodes) {
   }
 }
 
+TEST(NodeMap, PrefetchContentsHandsTheKeysNodeToTouchAndChangesNothing) {
+  NodeMap<int> map;
+  // Long keys: their bytes are outside the node, which the hint touches too.
+  auto key = [](int i) { return "a key longer than a short string " + std::to_string(i); };
+  for (int i = 0; i < 5000; ++i) map.emplace(key(i), i);
+  for (int i = 0; i < 6000; ++i) {
+    const NodeMap<int>::Node* touched = nullptr;
+    int touches = 0;
+    map.PrefetchContents(NodeMap<int>::Hash(key(i)), [&](const NodeMap<int>::Node& node) {
+      touched = &node;
+      ++touches;
+    });
+    map.PrefetchSlot(NodeMap<int>::Hash(key(i)));
+    map.PrefetchNode(NodeMap<int>::Hash(key(i)));
+    if (i < 5000) {
+      ASSERT_EQ(touches, 1) << i;
+      ASSERT_EQ(touched, map.find(key(i))) << i;
+    } else {
+      ASSERT_EQ(touches, 0) << i;  // absent: nothing to touch (a 64-bit hash collision aside)
+    }
+  }
+  ASSERT_EQ(map.size(), 5000u);
+  for (int i = 0; i < 5000; ++i) ASSERT_EQ(map.find(key(i))->second, i);
+}
+
 }  // namespace
 }  // namespace weir::state

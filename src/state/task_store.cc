@@ -22,6 +22,8 @@ namespace weir::state {
 namespace {
 
 constexpr std::string_view kMetaFamily = "__meta";
+// Cache lines of a value's elements that Prefetch's last stage touches.
+constexpr size_t kPrefetchValueLines = 8;
 
 rocksdb::Slice ToSlice(std::string_view s) { return {s.data(), s.size()}; }
 std::string_view ToView(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
@@ -180,10 +182,41 @@ KeyValueStore::Entry& KeyValueStore::Touch(std::string_view key) {
   return node->second;
 }
 
-void KeyValueStore::PrefetchMessageKey(std::string_view message_key, int stage) {
-  prefetch_key_.clear();
-  AppendMessageKey(prefetch_key_, message_key);
-  Prefetch(prefetch_key_, stage);
+void KeyValueStore::PrefetchHash(uint64_t hash, int stage) const {
+  if (stage == 0) return cache_.PrefetchSlot(hash);
+  if (stage == 1) return cache_.PrefetchNode(hash);
+  cache_.PrefetchContents(hash, [](const CacheNode& node) {
+    // The first lines of an array's or object's elements (a window step's state is an array of
+    // some hundred bytes, read from its header on).
+    const Value& value = node.second.value;
+    const void* elements;
+    size_t bytes;
+    if (value.is_array()) {
+      elements = value.as_array().data();
+      bytes = value.as_array().size() * sizeof(Value);
+    } else if (value.is_object()) {
+      elements = value.as_object().data();
+      bytes = value.as_object().size() * sizeof(Value::Member);
+    } else {
+      return;
+    }
+    constexpr size_t kLine = 64, kMaxBytes = kPrefetchValueLines * kLine;
+    for (size_t at = 0; at < std::min(bytes, kMaxBytes); at += kLine) {
+      PrefetchForRead(static_cast<const char*>(elements) + at);
+    }
+  });
+}
+
+void KeyValueStore::PrefetchMessageKey(std::string_view message_key, const void* tag, int stage) {
+  // Fibonacci hashing of the address: a batch's records, a fixed stride apart, spread.
+  AnnouncedHash& announced =
+      announced_[(reinterpret_cast<uintptr_t>(tag) * 0x9e3779b97f4a7c15ULL) >> 58];
+  if (stage == 0 || announced.tag != tag) {
+    prefetch_key_.clear();
+    AppendMessageKey(prefetch_key_, message_key);
+    announced = {tag, Cache::Hash(prefetch_key_)};
+  }
+  PrefetchHash(announced.hash, stage);
 }
 
 Result<Value*> KeyValueStore::Mutate(std::string_view key) {

@@ -19,6 +19,7 @@
 // Threads: a TaskStore and its stores belong to the task's thread; no internal locking.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -60,15 +61,14 @@ class KeyValueStore {
   // then holds. One lookup where Get then Put takes two (the per-record path of aggregations).
   // The pointer's lifetime is Get's.
   Result<Value*> Mutate(std::string_view key);
-  // A hint that `key` will be read soon (stage 0, some records ahead), then sooner (stage 1):
-  // a batch that announces its keys this way overlaps their cache misses.
-  void Prefetch(std::string_view key, int stage) const {
-    const uint64_t hash = Cache::Hash(key);
-    stage == 0 ? cache_.PrefetchSlot(hash) : cache_.PrefetchNode(hash);
-  }
-  // Prefetch of the state key that is a message key alone (key_encoding.h), as keyed steps
-  // store one value per message key.
-  void PrefetchMessageKey(std::string_view message_key, int stage);
+  // A hint that the state key that is `message_key` alone (key_encoding.h: keyed steps store one
+  // value per message key) will be read soon (stage 0, some records ahead: its cache slot), then
+  // sooner (stage 1: its node), then next (stage 2: the key's bytes and the first cache lines of
+  // its value's array or object): a batch that announces its keys this way overlaps their cache
+  // misses. `tag` names the announcement (the record's address): the key's hash, computed at
+  // stage 0, is found again by tag at the later stages. A tag reused for another key before its
+  // stage 0 (the next batch's record in the same place) only points a hint at the wrong key.
+  void PrefetchMessageKey(std::string_view message_key, const void* tag, int stage);
 
   // Visits, in byte order, every live key in [from, to) (to empty: unbounded above), merging
   // the committed state with the uncommitted writes (a Put hides the committed value; a Delete
@@ -143,7 +143,15 @@ class KeyValueStore {
   // store that is only read and written by key (a counter) never needs to pay.
   std::map<std::string_view, Entry*> dirty_index_;
   std::vector<CacheNode*> unindexed_;
-  std::string prefetch_key_;  // scratch for PrefetchMessageKey
+  void PrefetchHash(uint64_t hash, int stage) const;  // PrefetchMessageKey's stages
+  std::string prefetch_key_;                          // scratch for PrefetchMessageKey
+  // PrefetchMessageKey's hashes by tag, a slot per tag (a tag's slot taken by another costs a
+  // second hash of its key, nothing else). 64: four times the announcements in flight.
+  struct AnnouncedHash {
+    const void* tag = nullptr;
+    uint64_t hash = 0;
+  };
+  std::array<AnnouncedHash, 64> announced_{};
 };
 
 struct TaskStoreOptions {

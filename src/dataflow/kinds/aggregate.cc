@@ -50,7 +50,7 @@ class AggregateOperator : public Operator {
   }
 
   void Prefetch(const Record& upcoming, int stage) override {
-    store_.PrefetchMessageKey(upcoming.key.bytes(), stage);
+    store_.PrefetchMessageKey(upcoming.key.bytes(), &upcoming, stage);
   }
   void CollectPrefetching(std::vector<Operator*>& out) override { out.push_back(this); }
 
