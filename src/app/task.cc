@@ -25,14 +25,9 @@ constexpr size_t kBatchRecords = 512;
 // source write every slot before the first step reads one, which by then has left L2 (q0's
 // member lookups stalled there: 28% of its profile). Four interleaved pairs, 64 against 512:
 // q0 discard 1.16x (32: 0.86x of 64; 128: 1.13x). An input with prefetching steps keeps whole
-// batches: its prefetch runs kPrefetchFar records ahead within a poll, and polls of 64 cut
-// that short (bench pipeline 0.89x, q5 0.88x).
+// batches: its prefetch runs up to 16 records ahead within a poll (dataflow::kPrefetchAhead), and
+// polls of 64 cut that short (bench pipeline 0.89x, q5 0.88x).
 constexpr size_t kPollRecordsWithoutPrefetch = 64;
-// How far ahead each stage of a stateful step's prefetch runs (Operator::Prefetch): the key's
-// cache slot, then its node, then the node's value. 24/12/6 and 12/6/3 measured the same as these.
-constexpr size_t kPrefetchFar = 16;
-constexpr size_t kPrefetchNear = 8;
-constexpr size_t kPrefetchNearest = 4;
 constexpr std::string_view kMetaSource = "source_position";
 constexpr std::string_view kMetaWatermark = "watermark";
 constexpr std::string_view kMetaCheckpoint = "checkpoint";
@@ -280,12 +275,10 @@ Result<bool> Task::ProcessInputs(bool& all_ended) {
     // Announce records ahead so that stateful steps' cache misses overlap (see Prefetch).
     const size_t size = input.batch.records.size();
     for (dataflow::Operator* step : input.prefetching) {
-      if (input.next + kPrefetchFar < size)
-        step->Prefetch(input.batch.records[input.next + kPrefetchFar], 0);
-      if (input.next + kPrefetchNear < size)
-        step->Prefetch(input.batch.records[input.next + kPrefetchNear], 1);
-      if (input.next + kPrefetchNearest < size)
-        step->Prefetch(input.batch.records[input.next + kPrefetchNearest], 2);
+      for (int stage = 0; stage < dataflow::kPrefetchStages; ++stage) {
+        const size_t ahead = input.next + dataflow::kPrefetchAhead[stage];
+        if (ahead < size) step->Prefetch(input.batch.records[ahead], stage);
+      }
     }
     if (input.next_mark < input.batch.marks.size()) ApplyMarks(input, input.next);
     ProcessRecord(static_cast<int32_t>(chosen), input.batch, input.next++, 1);

@@ -73,8 +73,8 @@ struct IndexEntry {
 // takes the entry; a session's window mostly has a bucket of its own. (A heap of the entries
 // themselves cost a cache miss per level on each removal once it outgrew the caches: `pop_heap`
 // 6% of Nexmark q5, with integer compares.) Two buckets of one end are merged when an entry of
-// that end is taken. Adding allocates nothing once the buckets have grown (emptied ones are kept for new
-// ends). An entry added twice is handed out once, as a set would.
+// that end is taken. Adding allocates nothing once the buckets have grown (emptied ones are kept
+// for new ends). An entry added twice is handed out once, as a set would.
 class DueIndex {
  public:
   bool empty() const { return heap_.empty(); }
@@ -85,6 +85,17 @@ class DueIndex {
     Bucket& bucket = buckets_[BucketOf(entry.end)];
     bucket.entries.push_back(std::move(entry));
     bucket.sorted = false;
+  }
+
+  // The entry `n` places after the first, for a hint (a sweep prefetching the state of the
+  // entries it will take): within the first entry's bucket once it is sorted, which is where a
+  // sweep takes its next entries from; nullptr beyond it (or before its first take). A copy of an
+  // entry counts as a place. The pointer is valid until the next Add or TakeFirst.
+  const IndexEntry* Upcoming(size_t n) const {
+    if (heap_.empty()) return nullptr;
+    const Bucket& first = buckets_[heap_.front().bucket];
+    if (!first.sorted || n >= first.entries.size()) return nullptr;
+    return &first.entries[first.entries.size() - 1 - n];
   }
 
   // Removes and returns the first entry, with any copies of it. REQUIRES: !empty().

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <set>
 #include <string>
@@ -73,7 +75,7 @@ TEST(DueIndex, HandsOutEachEndKeyByKeyWhileLaterEndsFill) {
   DueIndex index;
   std::set<ModelEntry> model;
   const std::vector<std::string> keys = Keys();
-  int64_t taken_count = 0;
+  int64_t taken_count = 0, upcoming_seen = 0;
   for (int64_t end = 0; end < 50; ++end) {
     for (const std::string& key : keys) {
       for (int64_t step = 0; step < 5; ++step) {  // a hopping window's five ends
@@ -82,6 +84,15 @@ TEST(DueIndex, HandsOutEachEndKeyByKeyWhileLaterEndsFill) {
       }
     }
     while (!index.empty() && index.first_end() <= end) {
+      // What a sweep prefetches: the entries it will take next, as they will come.
+      for (size_t n : {0, 1, 4, 8, 12}) {
+        const IndexEntry* upcoming = index.Upcoming(n);
+        if (upcoming == nullptr) continue;
+        ASSERT_LT(n, model.size());
+        ASSERT_EQ(ModelEntry(upcoming->end, upcoming->key, upcoming->start),
+                  *std::next(model.begin(), static_cast<std::ptrdiff_t>(n)));
+        ++upcoming_seen;
+      }
       const IndexEntry taken = index.TakeFirst();
       ASSERT_EQ(ModelEntry(taken.end, taken.key, taken.start), *model.begin());
       model.erase(model.begin());
@@ -89,6 +100,7 @@ TEST(DueIndex, HandsOutEachEndKeyByKeyWhileLaterEndsFill) {
     }
   }
   EXPECT_EQ(taken_count + static_cast<int64_t>(model.size()), 50 * 13 * 5);
+  EXPECT_GT(upcoming_seen, taken_count);  // announced within a sorted end, not only after it
 }
 
 }  // namespace

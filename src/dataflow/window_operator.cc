@@ -183,6 +183,12 @@ class WindowOperator : public Operator {
   void Sweep() {
     ctx_.CountExpiryVisits(1);  // the index's first entry: due or not
     while (!index_.empty() && partition_bounds_.Closes(index_.first_end())) {
+      // The keys this sweep takes next, announced as a batch's records are (Task::ProcessInputs).
+      for (int stage = 0; stage < kPrefetchStages; ++stage) {
+        if (const IndexEntry* upcoming = index_.Upcoming(kPrefetchAhead[stage])) {
+          store_.PrefetchKey(upcoming->key, upcoming, stage);
+        }
+      }
       IndexEntry due = index_.TakeFirst();
       ctx_.CountExpiryVisits(1);
       // One lookup: Mutate, then Delete when the key turns out to have no windows left (Mutate

@@ -207,16 +207,27 @@ void KeyValueStore::PrefetchHash(uint64_t hash, int stage) const {
   });
 }
 
-void KeyValueStore::PrefetchMessageKey(std::string_view message_key, const void* tag, int stage) {
+template <typename StateKey>
+uint64_t KeyValueStore::AnnouncedHashOf(const void* tag, int stage, StateKey state_key) {
   // Fibonacci hashing of the address: a batch's records, a fixed stride apart, spread.
   AnnouncedHash& announced =
       announced_[(reinterpret_cast<uintptr_t>(tag) * 0x9e3779b97f4a7c15ULL) >> 58];
-  if (stage == 0 || announced.tag != tag) {
-    prefetch_key_.clear();
-    AppendMessageKey(prefetch_key_, message_key);
-    announced = {tag, Cache::Hash(prefetch_key_)};
-  }
-  PrefetchHash(announced.hash, stage);
+  if (stage == 0 || announced.tag != tag) announced = {tag, Cache::Hash(state_key())};
+  return announced.hash;
+}
+
+void KeyValueStore::PrefetchMessageKey(std::string_view message_key, const void* tag, int stage) {
+  PrefetchHash(AnnouncedHashOf(tag, stage,
+                               [&]() -> std::string_view {
+                                 prefetch_key_.clear();
+                                 AppendMessageKey(prefetch_key_, message_key);
+                                 return prefetch_key_;
+                               }),
+               stage);
+}
+
+void KeyValueStore::PrefetchKey(std::string_view key, const void* tag, int stage) {
+  PrefetchHash(AnnouncedHashOf(tag, stage, [key] { return key; }), stage);
 }
 
 Result<Value*> KeyValueStore::Mutate(std::string_view key) {

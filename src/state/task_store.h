@@ -69,6 +69,9 @@ class KeyValueStore {
   // stage 0, is found again by tag at the later stages. A tag reused for another key before its
   // stage 0 (the next batch's record in the same place) only points a hint at the wrong key.
   void PrefetchMessageKey(std::string_view message_key, const void* tag, int stage);
+  // The same for a state key as it is (a window step's sweep, which holds its due keys' state
+  // keys).
+  void PrefetchKey(std::string_view key, const void* tag, int stage);
 
   // Visits, in byte order, every live key in [from, to) (to empty: unbounded above), merging
   // the committed state with the uncommitted writes (a Put hides the committed value; a Delete
@@ -144,7 +147,10 @@ class KeyValueStore {
   std::map<std::string_view, Entry*> dirty_index_;
   std::vector<CacheNode*> unindexed_;
   void PrefetchHash(uint64_t hash, int stage) const;  // PrefetchMessageKey's stages
-  std::string prefetch_key_;                          // scratch for PrefetchMessageKey
+  // The hash announced under `tag`: the one kept from its stage 0, else state_key() hashed.
+  template <typename StateKey>
+  uint64_t AnnouncedHashOf(const void* tag, int stage, StateKey state_key);
+  std::string prefetch_key_;  // scratch for PrefetchMessageKey
   // PrefetchMessageKey's hashes by tag, a slot per tag (a tag's slot taken by another costs a
   // second hash of its key, nothing else). 64: four times the announcements in flight.
   struct AnnouncedHash {
