@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <random>
+#include <string>
+#include <vector>
 
 namespace weir::state {
 namespace {
@@ -81,6 +85,36 @@ TEST(NodeMap, PrefetchContentsHandsTheKeysNodeToTouchAndChangesNothing) {
   }
   ASSERT_EQ(map.size(), 5000u);
   for (int i = 0; i < 5000; ++i) ASSERT_EQ(map.find(key(i))->second, i);
+}
+
+// The table masks the hash's low bits: keys that differ anywhere (state keys of numbered users,
+// keys differing in one byte at any position, of every length up to 40) must spread over them.
+TEST(NodeMap, HashSpreadsKeysThatDifferInAnyByteOverTheLowBits) {
+  std::vector<std::string> keys;
+  for (int user = 0; user < 200000; ++user) {
+    const std::string name = "user-" + std::to_string(user);
+    keys.push_back(std::string("\0\0\0", 3) + static_cast<char>(name.size()) + name);
+  }
+  for (size_t length = 1; length <= 40; ++length) {
+    for (size_t at = 0; at < length; ++at) {
+      for (int byte = 1; byte < 256; byte += 7) {
+        std::string key(length, 'k');
+        key[at] = static_cast<char>(byte);
+        keys.push_back(std::move(key));
+      }
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<uint64_t> hashes;
+  for (const std::string& key : keys) hashes.push_back(NodeMap<int>::Hash(key));
+  std::sort(hashes.begin(), hashes.end());
+  EXPECT_EQ(std::adjacent_find(hashes.begin(), hashes.end()), hashes.end()) << "a collision";
+  // About 1.7 keys per bucket: a fair hash's fullest bucket holds about 10.
+  constexpr uint64_t kBuckets = 1 << 18;
+  std::vector<int> per_bucket(kBuckets);
+  for (uint64_t h : hashes) ++per_bucket[h & (kBuckets - 1)];
+  EXPECT_LE(*std::max_element(per_bucket.begin(), per_bucket.end()), 16);
 }
 
 }  // namespace
