@@ -202,6 +202,11 @@ class WindowModel {
     for (auto& [key, k] : keys_) k.cursor = Bound(k.watermark, k.cursor);
     partition_cursor_ = Bound(partition_watermark_, partition_cursor_);
     def_.grace = new_grace;
+    // A lower grace makes windows due at the restart itself: they close before the next record,
+    // which must not join them (CloseWindows aggregates what a window admitted when it closes).
+    // When they are emitted relative to other keys' results is left open, as for windows a
+    // filtered record closes.
+    if (!def_.is_count()) CloseWindows(/*filtered=*/true, {}, nullptr);
   }
 
   const ModelOutput& output() const { return out_; }

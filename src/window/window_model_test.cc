@@ -224,6 +224,19 @@ TEST(HoppingModel, AnEventJoinsOnlyItsOpenWindows) {
   EXPECT_EQ(out.late[0].late_by_ms, 2);
 }
 
+TEST(HoppingModel, AWindowALoweredGraceClosesAtTheRestartDoesNotTakeTheNextEvent) {
+  // size 10 step 5, grace 5: 12 sets the bound to 7, so [0, 10) is open at the restart; grace 0
+  // makes the bound 12 there, which closes it before 8 arrives. 8 joins [5, 15) alone.
+  for (bool partition : {false, true}) {
+    ModelOutput out = RunWindowModel(Def(ModelKind::kHopping, 10, 5, 5, partition),
+                                     Events({1, 12, 8}), /*restart_at=*/2, 0);
+    EXPECT_EQ(Spans(out.final_results["k"]),
+              (Spans3{{-5, 5, 1}, {0, 10, 1}, {5, 15, 2}, {10, 20, 1}}))
+        << "partition closing " << partition;
+    EXPECT_TRUE(out.late.empty());
+  }
+}
+
 TEST(SlidingModel, EachEventDefinesItsWindowOverTheKeysEventsInIt) {
   ModelOutput out = RunWindowModel(Def(ModelKind::kSliding, 10), Events({5, 12, 14}));
   // W5 = [-4, 6) {5}; W12 = [3, 13) {5, 12}; W14 = [5, 15) {5, 12, 14}; 14 is not in W12.
