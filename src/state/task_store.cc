@@ -213,7 +213,8 @@ template <typename StateKey>
 uint64_t KeyValueStore::AnnouncedHashOf(const void* tag, int stage, StateKey state_key) {
   // Fibonacci hashing of the address: a batch's records, a fixed stride apart, spread.
   AnnouncedHash& announced =
-      announced_[(reinterpret_cast<uintptr_t>(tag) * 0x9e3779b97f4a7c15ULL) >> 58];
+      announced_[(reinterpret_cast<uintptr_t>(tag) * 0x9e3779b97f4a7c15ULL) >>
+                 (64 - kAnnouncedSlotBits)];
   if (stage == 0 || announced.tag != tag) announced = {tag, Cache::Hash(state_key())};
   return announced.hash;
 }

@@ -126,6 +126,10 @@ class KeyValueStore {
   void MarkCommitted(size_t cache_max_entries);
   void MarkRolledBack();
   void DropClean();
+  void PrefetchHash(uint64_t hash, int stage) const;  // PrefetchMessageKey's stages
+  // The hash announced under `tag`: the one kept from its stage 0, else state_key() hashed.
+  template <typename StateKey>
+  uint64_t AnnouncedHashOf(const void* tag, int stage, StateKey state_key);
 
   TaskStore* owner_;
   std::string name_;
@@ -146,10 +150,6 @@ class KeyValueStore {
   // store that is only read and written by key (a counter) never needs to pay.
   std::map<std::string_view, Entry*> dirty_index_;
   std::vector<CacheNode*> unindexed_;
-  void PrefetchHash(uint64_t hash, int stage) const;  // PrefetchMessageKey's stages
-  // The hash announced under `tag`: the one kept from its stage 0, else state_key() hashed.
-  template <typename StateKey>
-  uint64_t AnnouncedHashOf(const void* tag, int stage, StateKey state_key);
   std::string prefetch_key_;  // scratch for PrefetchMessageKey
   // PrefetchMessageKey's hashes by tag, a slot per tag (a tag's slot taken by another costs a
   // second hash of its key, nothing else). 64: four times the announcements in flight.
@@ -157,7 +157,8 @@ class KeyValueStore {
     const void* tag = nullptr;
     uint64_t hash = 0;
   };
-  std::array<AnnouncedHash, 64> announced_{};
+  static constexpr int kAnnouncedSlotBits = 6;
+  std::array<AnnouncedHash, size_t{1} << kAnnouncedSlotBits> announced_{};
 };
 
 struct TaskStoreOptions {
