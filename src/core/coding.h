@@ -38,15 +38,18 @@ inline bool GetFixed64(std::string_view& in, uint64_t& v) {
   return true;
 }
 
-inline void PutVarint64(std::string& out, uint64_t v) {
-  char b[10];
-  int n = 0;
+// Writes `v` as a varint at `dst` (room for 10 bytes) and returns the end of what it wrote.
+inline char* EncodeVarint64(char* dst, uint64_t v) {
   while (v >= 0x80) {
-    b[n++] = static_cast<char>(v | 0x80);
+    *dst++ = static_cast<char>(v | 0x80);
     v >>= 7;
   }
-  b[n++] = static_cast<char>(v);
-  out.append(b, n);
+  *dst++ = static_cast<char>(v);
+  return dst;
+}
+inline void PutVarint64(std::string& out, uint64_t v) {
+  char b[10];
+  out.append(b, static_cast<size_t>(EncodeVarint64(b, v) - b));
 }
 inline bool GetVarint64(std::string_view& in, uint64_t& v) {
   uint64_t result = 0;

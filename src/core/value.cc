@@ -465,11 +465,7 @@ class BinaryWriter : public CursorWriter {
   [[gnu::always_inline]] void Tag(BinaryTag tag) { Byte(static_cast<char>(tag)); }
   [[gnu::always_inline]] void Varint(uint64_t v) {
     Room(10);
-    while (v >= 0x80) {
-      *cursor_++ = static_cast<char>(v | 0x80);
-      v >>= 7;
-    }
-    *cursor_++ = static_cast<char>(v);
+    cursor_ = coding::EncodeVarint64(cursor_, v);
   }
   [[gnu::always_inline]] void LengthPrefixed(std::string_view s) {
     Varint(s.size());
