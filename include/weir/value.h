@@ -253,6 +253,8 @@ class Value {
   }
   double as_number() const { return as_double(); }
   std::string_view as_string() const { return Get<String>(); }
+  // The string itself, to change in place (a packed state rewritten event after event).
+  String& mutable_string() { return Get<String>(); }
   const Array& as_array() const { return Get<Array>(); }
   Array& as_array() { return Get<Array>(); }
   const Object& as_object() const { return Get<Object>(); }

@@ -4,6 +4,8 @@
 
 #include <random>
 
+#include "testing/random_value.h"
+
 namespace weir {
 namespace {
 
@@ -100,41 +102,10 @@ TEST(Value, SetReplacesOrAppendsMembers) {
   EXPECT_EQ(v.ToJson(), R"({"a":2,"b":"x"})");
 }
 
-Value RandomValue(std::mt19937_64& rng, int depth) {
-  switch (rng() % (depth > 3 ? 5 : 7)) {
-    case 0:
-      return Value();
-    case 1:
-      return Value(rng() % 2 == 0);
-    case 2:
-      return Value(static_cast<int64_t>(rng()));
-    case 3:
-      return Value(
-          std::ldexp(static_cast<double>(rng() % 1000000), static_cast<int>(rng() % 40) - 20));
-    case 4: {
-      std::string s;
-      for (size_t n = rng() % 12; n > 0; --n) s.push_back(static_cast<char>(rng() % 128));
-      return Value(s);
-    }
-    case 5: {
-      Value::Array a;
-      for (size_t n = rng() % 4; n > 0; --n) a.push_back(RandomValue(rng, depth + 1));
-      return Value(std::move(a));
-    }
-    default: {
-      Value::Object o;
-      for (size_t n = rng() % 4; n > 0; --n) {
-        o.emplace_back("k" + std::to_string(rng() % 100), RandomValue(rng, depth + 1));
-      }
-      return Value(std::move(o));
-    }
-  }
-}
-
 TEST(Value, RandomValuesRoundTripThroughJsonAndBinary) {
   std::mt19937_64 rng(7);
   for (int i = 0; i < 2000; ++i) {
-    Value v = RandomValue(rng, 0);
+    Value v = testing::RandomValue(rng);
     auto from_json = Value::Parse(v.ToJson());
     ASSERT_TRUE(from_json.ok()) << v.ToJson();
     EXPECT_EQ(*from_json, v) << v.ToJson();

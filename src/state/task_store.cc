@@ -188,12 +188,15 @@ void KeyValueStore::PrefetchHash(uint64_t hash, int stage) const {
   if (stage == 0) return cache_.PrefetchSlot(hash);
   if (stage == 1) return cache_.PrefetchNode(hash);
   cache_.PrefetchContents(hash, [](const CacheNode& node) {
-    // The first lines of an array's or object's elements (a window step's state is an array of
-    // some hundred bytes, read from its header on).
+    // The first lines of a string's bytes or an array's or object's elements (a window step's
+    // state is a packed string of some hundred bytes, read from its header on).
     const Value& value = node.second.value;
     const void* elements;
     size_t bytes;
-    if (value.is_array()) {
+    if (value.is_string()) {
+      elements = value.as_string().data();
+      bytes = value.as_string().size();
+    } else if (value.is_array()) {
       elements = value.as_array().data();
       bytes = value.as_array().size() * sizeof(Value);
     } else if (value.is_object()) {
@@ -202,9 +205,12 @@ void KeyValueStore::PrefetchHash(uint64_t hash, int stage) const {
     } else {
       return;
     }
-    constexpr size_t kLine = 64, kMaxBytes = kPrefetchValueLines * kLine;
-    for (size_t at = 0; at < std::min(bytes, kMaxBytes); at += kLine) {
-      PrefetchForRead(static_cast<const char*>(elements) + at);
+    // Every line the first kMaxBytes touch, from the one the first byte is in.
+    constexpr uintptr_t kLine = 64, kMaxBytes = kPrefetchValueLines * kLine;
+    const uintptr_t first = reinterpret_cast<uintptr_t>(elements);
+    const uintptr_t last = first + std::min<uintptr_t>(bytes, kMaxBytes);
+    for (uintptr_t line = first & ~(kLine - 1); line < last; line += kLine) {
+      PrefetchForRead(reinterpret_cast<const void*>(line));
     }
   });
 }

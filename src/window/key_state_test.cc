@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
+#include "testing/random_value.h"
 #include "window/key_windows.h"
 
 namespace weir::window {
@@ -17,23 +19,52 @@ bool Mentions(const Status& status, std::string_view text) {
   return status.message().find(text) != std::string::npos;
 }
 
+// A window's accumulators as Values (KeyState::LoadAccumulators), put back as they were.
+Value::Array Accumulators(KeyState& key, size_t i, const WindowStateLayout& layout) {
+  Value::Array accs(layout.aggregations());
+  key.LoadAccumulators(i, accs);
+  Value::Array copy = accs;
+  key.StoreAccumulators(i, accs);
+  return copy;
+}
+
+void Store(KeyState& key, size_t i, Value::Array accs) { key.StoreAccumulators(i, accs); }
+
+// The state as a checkpoint writes and a restart reads it.
+Value ThroughTheBinaryForm(const Value& state) {
+  std::string bytes;
+  state.AppendBinary(bytes);
+  std::string_view in = bytes;
+  auto read = Value::ReadBinary(in);
+  EXPECT_TRUE(read.ok() && in.empty());
+  return read.ok() ? std::move(*read) : Value();
+}
+
 TEST(KeyState, AStoredKeyOpensWithItsHeaderAndWindows) {
   Value state;
   KeyState created = KeyState::Create(state, kTumbling, KeySerde::kString);
   created.set_watermark(Watermark(42));
   created.set_bounds({EventTime(7), EventTime(3)});
   created.Insert(0, 0, 10);
-  created.accumulators(0)[1] = Value(int64_t{5});
-  Value stored = state;
+  Store(created, 0, {Value(), Value(int64_t{5})});
+  created.Insert(1, 10, 20);
+  created.set_fired(1);
+  Store(created, 1, {Value(2.5), Value(true)});
+  EXPECT_TRUE(state.is_string());  // nothing boxed: the packed string alone
+  Value stored = ThroughTheBinaryForm(state);
   auto opened = KeyState::Open(stored, kTumbling);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   EXPECT_EQ(opened->serde(), KeySerde::kString);
   EXPECT_EQ(opened->watermark(), Watermark(42));
   EXPECT_EQ(opened->bounds().close, EventTime(7));
   EXPECT_EQ(opened->bounds().late, EventTime(3));
-  ASSERT_EQ(opened->windows(), 1u);
+  ASSERT_EQ(opened->windows(), 2u);
   EXPECT_EQ(opened->end(0), 10);
-  EXPECT_EQ(opened->accumulators(0)[1], Value(int64_t{5}));
+  EXPECT_FALSE(opened->fired(0));
+  EXPECT_EQ(Accumulators(*opened, 0, kTumbling), (Value::Array{Value(), Value(int64_t{5})}));
+  EXPECT_EQ(opened->start(1), 10);
+  EXPECT_TRUE(opened->fired(1));
+  EXPECT_EQ(Accumulators(*opened, 1, kTumbling), (Value::Array{Value(2.5), Value(true)}));
 }
 
 TEST(KeyState, CountAndSlidingWindowsKeepTheirOwnNamedState) {
@@ -41,15 +72,25 @@ TEST(KeyState, CountAndSlidingWindowsKeepTheirOwnNamedState) {
   KeyState counted = KeyState::Create(count_state, kCount, KeySerde::kString);
   EXPECT_EQ(counted.next_event_index(), 0);
   counted.set_next_event_index(3);
+  counted.Insert(0, 0, 5);
+  counted.set_count_fields(0, 2, -4, 9);
   ASSERT_TRUE(KeyState::Open(count_state, kCount).ok());
   EXPECT_EQ(KeyState::Open(count_state, kCount)->next_event_index(), 3);
+  EXPECT_EQ(KeyState::Open(count_state, kCount)->min_ts(0), -4);
+  EXPECT_EQ(KeyState::Open(count_state, kCount)->max_ts(0), 9);
 
   Value sliding_state;
   KeyState sliding = KeyState::Create(sliding_state, kSliding, KeySerde::kString);
   EXPECT_TRUE(sliding.empty());
   sliding.kept_events().push_back(Value(Value::Array{Value(int64_t{1}), Value("x")}));
   EXPECT_FALSE(sliding.empty());
-  // An event index is not a sliding window's kept events, nor the reverse.
+  sliding.Insert(0, 0, 10);
+  Store(sliding, 0, {Value(Value::Array{Value("boxed")})});
+  auto reopened = KeyState::Open(sliding_state, kSliding);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  EXPECT_EQ(reopened->kept_events().size(), 1u);
+  EXPECT_EQ(Accumulators(*reopened, 0, kSliding)[0], Value(Value::Array{Value("boxed")}));
+  // Count windows' state is not sliding windows', nor the reverse.
   EXPECT_FALSE(KeyState::Open(count_state, kSliding).ok());
   EXPECT_FALSE(KeyState::Open(sliding_state, kCount).ok());
 }
@@ -57,10 +98,17 @@ TEST(KeyState, CountAndSlidingWindowsKeepTheirOwnNamedState) {
 TEST(KeyState, AnotherFormatVersionIsRefusedNamingIt) {
   Value state;
   KeyState::Create(state, kTumbling, KeySerde::kString);
-  state.as_array()[0] = Value(kWindowStateVersion + 1);
+  state.mutable_string()[0] = static_cast<char>(kWindowStateVersion + 1);
   auto opened = KeyState::Open(state, kTumbling);
   EXPECT_EQ(opened.status().code(), StatusCode::kCorruption);
-  EXPECT_TRUE(Mentions(opened.status(), "format version 2")) << opened.status().message();
+  EXPECT_TRUE(Mentions(opened.status(), "format version 3")) << opened.status().message();
+  // Version 1 kept a Value per field: [1, serde, key_watermark, close, late, kind_state, ...].
+  Value version_1(Value::Array{Value(int64_t{1}), Value(int64_t{1}), Value(kNoBound),
+                               Value(kNoBound), Value(kNoBound), Value()});
+  opened = KeyState::Open(version_1, kTumbling);
+  EXPECT_EQ(opened.status().code(), StatusCode::kCorruption);
+  EXPECT_TRUE(Mentions(opened.status(), "format version 1 (this build reads 2"))
+      << opened.status().message();
   // The layout before versions: [serde, key_watermark, close, late, extra, windows...].
   Value unversioned(
       Value::Array{Value(int64_t{0}), Value(kNoBound), Value(kNoBound), Value(kNoBound), Value()});
@@ -69,19 +117,87 @@ TEST(KeyState, AnotherFormatVersionIsRefusedNamingIt) {
 
 TEST(KeyState, WindowsOfAnotherStrideAreRefused) {
   Value state;
-  KeyState created = KeyState::Create(state, kSliding, KeySerde::kString);
-  created.Insert(0, 0, 10);                        // 3 fields + 1 accumulator
-  auto opened = KeyState::Open(state, kTumbling);  // 3 fields + 2 accumulators
+  KeyState created = KeyState::Create(state, kCount, KeySerde::kString);
+  created.Insert(0, 0, 5);                         // 41 bytes of fields + 1 slot
+  auto opened = KeyState::Open(state, kTumbling);  // 17 bytes of fields + 2 slots
   EXPECT_EQ(opened.status().code(), StatusCode::kCorruption);
   EXPECT_TRUE(Mentions(opened.status(), "whole number of windows")) << opened.status().message();
 }
 
-TEST(KeyState, AMistypedHeaderFieldIsRefusedByName) {
+TEST(KeyState, ASlotOrBoxThatDoesNotFitIsRefusedSayingWhich) {
   Value state;
-  KeyState::Create(state, kTumbling, KeySerde::kString);
-  state.as_array()[3] = Value("soon");
-  auto opened = KeyState::Open(state, kTumbling);
-  EXPECT_TRUE(Mentions(opened.status(), "close bound")) << opened.status().message();
+  KeyState created = KeyState::Create(state, kTumbling, KeySerde::kString);
+  created.Insert(0, 0, 10);
+  Store(created, 0, {Value(Value::Array{}), Value(int64_t{1})});
+  ASSERT_TRUE(state.is_array());  // [packed, box]
+  ASSERT_TRUE(KeyState::Open(state, kTumbling).ok());
+
+  Value unboxed = state;
+  unboxed.as_array().pop_back();
+  EXPECT_TRUE(Mentions(KeyState::Open(unboxed, kTumbling).status(), "1 boxed accumulators with 0"));
+  Value unknown_tag = state;
+  const size_t second_slot = 34 + 17 + 9;
+  unknown_tag.as_array()[0].mutable_string()[second_slot] = 9;
+  EXPECT_TRUE(Mentions(KeyState::Open(unknown_tag, kTumbling).status(), "unknown tag 9"));
+  Value bad_mark = state;
+  bad_mark.as_array()[0].mutable_string()[34 + 16] = 2;
+  EXPECT_TRUE(Mentions(KeyState::Open(bad_mark, kTumbling).status(), "fired mark"));
+  Value truncated = Value(std::string_view("\x02\x01", 2));
+  EXPECT_TRUE(Mentions(KeyState::Open(truncated, kTumbling).status(), "truncated header"));
+}
+
+// Windows inserted, filled with accumulators of every kind, taken and erased at random, against a
+// plain list of the same windows; after every step the state opens again (from its checkpointed
+// form) and reads as the list.
+TEST(KeyState, AccumulatorsOfEveryKindKeepTheirWindowAsWindowsComeAndGo) {
+  std::mt19937_64 rng(29);
+  struct ListedWindow {
+    int64_t start;
+    Value::Array accumulators;
+  };
+  for (const WindowStateLayout* layout : {&kTumbling, &kSliding}) {
+    Value state;
+    KeyState::Create(state, *layout, KeySerde::kString);
+    std::vector<ListedWindow> listed;
+    for (int step = 0; step < 3000; ++step) {
+      state = ThroughTheBinaryForm(state);
+      auto opened = KeyState::Open(state, *layout);
+      ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+      KeyState& key = *opened;
+      ASSERT_EQ(key.windows(), listed.size());
+      for (size_t i = 0; i < listed.size(); ++i) {
+        ASSERT_EQ(key.start(i), listed[i].start);
+        ASSERT_EQ(Accumulators(key, i, *layout), listed[i].accumulators) << "step " << step;
+      }
+      const size_t op = rng() % 10;
+      if (op < 3 || listed.empty()) {
+        const int64_t start = static_cast<int64_t>(rng() % 1000);
+        const size_t i = key.LowerBound(start);
+        if (i < listed.size() && listed[i].start == start) continue;
+        key.Insert(i, start, start + 10);
+        listed.insert(listed.begin() + static_cast<std::ptrdiff_t>(i),
+                      ListedWindow{start, Value::Array(layout->aggregations())});
+      } else if (op < 8) {
+        const size_t i = rng() % listed.size();
+        Value::Array accs(layout->aggregations());
+        for (Value& a : accs) a = testing::RandomValue(rng);
+        listed[i].accumulators = accs;
+        key.StoreAccumulators(i, accs);
+      } else if (op == 8) {
+        const size_t i = rng() % listed.size();
+        WindowValue taken = key.Take(i);
+        EXPECT_EQ(taken.accumulators, listed[i].accumulators);
+        key.Erase(i);
+        listed.erase(listed.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        const size_t first = rng() % listed.size();
+        const size_t count = rng() % (listed.size() - first + 1);
+        key.Erase(first, count);
+        listed.erase(listed.begin() + static_cast<std::ptrdiff_t>(first),
+                     listed.begin() + static_cast<std::ptrdiff_t>(first + count));
+      }
+    }
+  }
 }
 
 TEST(KeyState, PartitionBoundsRoundTripAndTheUnversionedFormIsRefused) {
@@ -93,53 +209,63 @@ TEST(KeyState, PartitionBoundsRoundTripAndTheUnversionedFormIsRefused) {
   EXPECT_EQ(DecodePartitionBounds(unversioned).status().code(), StatusCode::kCorruption);
   Value other_version(
       Value::Array{Value(kWindowStateVersion + 1), Value(int64_t{5}), Value(int64_t{-2})});
-  EXPECT_TRUE(Mentions(DecodePartitionBounds(other_version).status(), "format version 2"));
+  EXPECT_TRUE(Mentions(DecodePartitionBounds(other_version).status(), "format version 3"));
 }
 
 TEST(KeyState, RandomValuesAreRefusedOrReadAsTheyAreNeverACrash) {
   std::mt19937_64 rng(13);
-  auto random_slot = [&]() -> Value {
+  auto random_value = [&]() -> Value {
     switch (rng() % 5) {
       case 0:
         return Value();
       case 1:
         return Value(static_cast<int64_t>(rng() % 3));
       case 2:
-        return Value(rng() % 2 == 0);
+        return Value(Value::Array{});
       case 3:
         return Value("s");
       default:
         return Value(Value::Array{Value(int64_t{1})});
     }
   };
-  int opened_states = 0;
-  for (int round = 0; round < 5000; ++round) {
-    Value::Array slots;
-    for (size_t n = rng() % 14; n > 0; --n) slots.push_back(random_slot());
-    if (round % 2 == 0 && slots.size() >= 6) {  // a well-formed header, random windows
-      slots[0] = Value(kWindowStateVersion);
-      for (size_t i = 1; i < 5; ++i) slots[i] = Value(static_cast<int64_t>(rng() % 3));
-      slots[5] = Value();
-      for (size_t i = 6; i < slots.size(); ++i) {
-        if (rng() % 4 != 0) slots[i] = Value(static_cast<int64_t>(rng() % 3));
-      }
-      if (slots.size() > 8) slots[8] = Value(true);
+  // Bytes that are mostly a well-formed header and windows of either layout, with a few changed.
+  auto random_packed = [&]() -> std::string {
+    std::string bytes(34 + (rng() % 4) * (rng() % 2 == 0 ? 35 : 26), '\0');
+    bytes[0] = static_cast<char>(kWindowStateVersion);
+    for (char& c : bytes) {
+      if (rng() % 8 == 0) c = static_cast<char>(rng() % 7);
     }
-    Value state = round % 7 == 0 ? random_slot() : Value(std::move(slots));
+    if (rng() % 16 == 0) bytes.resize(rng() % bytes.size());
+    return bytes;
+  };
+  int opened_states = 0;
+  for (int round = 0; round < 20000; ++round) {
+    const std::string packed = random_packed();
+    Value state{std::string_view(packed)};
+    if (round % 3 != 0) {
+      Value::Array parts{std::move(state)};
+      for (size_t n = rng() % 4; n > 0; --n) parts.push_back(random_value());
+      state = Value(std::move(parts));
+    }
+    if (round % 11 == 0) state = random_value();
     for (const WindowStateLayout& layout : {kTumbling, kSliding, kCount}) {
       Value copy = state;
       auto opened = KeyState::Open(copy, layout);
       if (!opened.ok()) continue;
       ++opened_states;
-      // What opens reads as a key's windows.
+      // What opens reads as a key's windows, every accumulator included.
       for (size_t i = 0; i < opened->windows(); ++i) {
-        EXPECT_EQ(opened->start(i), copy.as_array()[6 + i * layout.stride()].as_int());
-        EXPECT_EQ(opened->fired(i), copy.as_array()[8 + i * layout.stride()].as_bool());
+        int64_t start;
+        std::memcpy(&start, packed.data() + 34 + i * layout.stride(), sizeof start);
+        EXPECT_EQ(opened->start(i), start);
+        EXPECT_EQ(Accumulators(*opened, i, layout).size(), layout.aggregations());
       }
-      EXPECT_EQ(opened->bounds().close, EventTime(copy.as_array()[3].as_int()));
+      opened->Erase(0, opened->windows());
+      EXPECT_EQ(opened->windows(), 0u);
+      EXPECT_TRUE(KeyState::Open(copy, layout).ok());
     }
   }
-  EXPECT_GT(opened_states, 0);
+  EXPECT_GT(opened_states, 100);
 }
 
 }  // namespace

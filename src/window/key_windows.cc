@@ -1,6 +1,8 @@
 #include "window/key_windows.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 
 namespace weir::window {
 namespace {
@@ -61,99 +63,200 @@ Result<Bounds> DecodePartitionBounds(const Value& stored) {
 }
 
 KeyState KeyState::Create(Value& state, const WindowStateLayout& layout, KeySerde serde) {
-  state = Value(Value::Array{Value(kWindowStateVersion), Value(static_cast<int64_t>(serde)),
-                             Value(kNoBound), Value(kNoBound), Value(kNoBound), Value()});
+  char header[kHeaderBytes] = {};
+  header[kVersionAt] = static_cast<char>(kWindowStateVersion);
+  header[kSerdeAt] = static_cast<char>(serde);
+  for (size_t at : {kWatermarkAt, kCloseAt, kLateAt}) std::memcpy(header + at, &kNoBound, 8);
+  Value packed{std::string_view(header, kHeaderBytes)};
+  if (layout.keeps_events()) {
+    state = Value(Value::Array{std::move(packed), Value()});
+  } else {
+    state = std::move(packed);
+  }
   return KeyState(state, layout);
 }
 
 Result<KeyState> KeyState::Open(Value& state, const WindowStateLayout& layout) {
-  if (!state.is_array() || state.as_array().empty() || !state.as_array()[kVersion].is_int()) {
+  const Value* packed = &state;
+  size_t boxes = 0;
+  if (state.is_array() && !state.as_array().empty()) {
+    const Value::Array& parts = state.as_array();
+    if (parts[0].is_int()) {  // the layout of version 1: a Value per field, the version first
+      return BadState("format version " + std::to_string(parts[0].as_int()) +
+                      " (this build reads " + std::to_string(kWindowStateVersion) +
+                      "; state written by another version of weir cannot be resumed)");
+    }
+    packed = &parts[0];
+    if (parts.size() < layout.first_box()) return BadState("sliding windows without kept events");
+    if (layout.keeps_events() && !parts[1].is_null() && !parts[1].is_array()) {
+      return BadState("kept events are not an array");
+    }
+    boxes = parts.size() - layout.first_box();
+  } else if (layout.keeps_events()) {
+    return BadState("sliding windows without kept events");
+  }
+  if (!packed->is_string() || packed->as_string().empty()) {
     return BadState("not a key's windows of a known format version");
   }
-  const Value::Array& slots = state.as_array();
-  if (slots[kVersion].as_int() != kWindowStateVersion) {
-    return BadState("format version " + std::to_string(slots[kVersion].as_int()) +
+  const std::string_view bytes = packed->as_string();
+  if (bytes[kVersionAt] != static_cast<char>(kWindowStateVersion)) {
+    return BadState("format version " + std::to_string(static_cast<uint8_t>(bytes[kVersionAt])) +
                     " (this build reads " + std::to_string(kWindowStateVersion) +
                     "; state written by another version of weir cannot be resumed)");
   }
-  if (slots.size() < kHeaderSlots) return BadState("truncated header");
-  const std::pair<HeaderSlot, const char*> int_fields[] = {{kSerde, "key serde"},
-                                                           {kKeyWatermark, "key watermark"},
-                                                           {kCloseBound, "close bound"},
-                                                           {kLateBound, "late bound"}};
-  for (const auto& [slot, name] : int_fields) {
-    if (!slots[slot].is_int()) return BadState(std::string(name) + " is not an integer");
-  }
-  const Value& kind_state = slots[kKindState];
-  const bool kind_state_fits = kind_state.is_null() ||
-                               (layout.counts_events() && kind_state.is_int()) ||
-                               (layout.keeps_events() && kind_state.is_array());
-  if (!kind_state_fits) return BadState("kept events or event index of another kind of window");
-  if ((slots.size() - kHeaderSlots) % layout.stride() != 0) {
-    return BadState(std::to_string(slots.size() - kHeaderSlots) +
-                    " window values are not a whole number of windows of " +
+  if (bytes.size() < kHeaderBytes) return BadState("truncated header");
+  if ((bytes.size() - kHeaderBytes) % layout.stride() != 0) {
+    return BadState(std::to_string(bytes.size() - kHeaderBytes) +
+                    " window bytes are not a whole number of windows of " +
                     std::to_string(layout.stride()) + " (another kind of window or aggregations)");
   }
-  for (size_t at = kHeaderSlots; at < slots.size(); at += layout.stride()) {
-    const bool fields_fit =
-        slots[at + kStart].is_int() && slots[at + kEnd].is_int() && slots[at + kFired].is_bool() &&
-        (!layout.counts_events() || (slots[at + kCount].is_int() && slots[at + kMinTs].is_int() &&
-                                     slots[at + kMaxTs].is_int()));
-    if (!fields_fit) {
-      return BadState("window " + std::to_string((at - kHeaderSlots) / layout.stride()) +
-                      " has mistyped fields");
+  KeyState key(state, layout);
+  size_t boxed = 0;
+  for (size_t i = 0; i < key.windows(); ++i) {
+    if (static_cast<uint8_t>(bytes[key.WindowAt(i) + kFiredAt]) > 1) {
+      return BadState("window " + std::to_string(i) + " has a fired mark that is not 0 or 1");
+    }
+    for (size_t a = 0; a < layout.aggregations(); ++a) {
+      const auto tag = static_cast<uint8_t>(bytes[key.SlotAt(i, a)]);
+      if (tag > kBoxedSlot) {
+        return BadState("window " + std::to_string(i) + " has a slot of unknown tag " +
+                        std::to_string(tag));
+      }
+      boxed += tag == kBoxedSlot;
     }
   }
-  return KeyState(state, layout);
+  if (boxed != boxes) {
+    return BadState(std::to_string(boxed) + " boxed accumulators with " + std::to_string(boxes) +
+                    " boxes");
+  }
+  return key;
 }
 
-KeySerde KeyState::serde() const { return static_cast<KeySerde>(slots()[kSerde].as_int()); }
+std::string_view KeyState::packed() const {
+  return state_->is_string() ? state_->as_string() : state_->as_array()[0].as_string();
+}
 
-Bounds KeyState::bounds() const {
-  return Bounds{EventTime(slots()[kCloseBound].as_int()), EventTime(slots()[kLateBound].as_int())};
+Value::String& KeyState::mutable_packed() {
+  return state_->is_string() ? state_->mutable_string() : state_->as_array()[0].mutable_string();
+}
+
+int64_t KeyState::Read(size_t at) const {
+  int64_t v;
+  std::memcpy(&v, packed().data() + at, sizeof v);
+  return v;
+}
+
+void KeyState::Write(size_t at, int64_t v) {
+  std::memcpy(mutable_packed().data() + at, &v, sizeof v);
 }
 
 void KeyState::set_bounds(const Bounds& b) {
-  slots()[kCloseBound] = Value(b.close.value());
-  slots()[kLateBound] = Value(b.late.value());
-}
-
-int64_t KeyState::next_event_index() const {
-  WEIR_CHECK(layout_.counts_events(), "an event index is kept by count windows only");
-  const Value& index = slots()[kKindState];
-  return index.is_int() ? index.as_int() : 0;
-}
-
-void KeyState::set_next_event_index(int64_t index) {
-  WEIR_CHECK(layout_.counts_events(), "an event index is kept by count windows only");
-  slots()[kKindState] = Value(index);
+  Write(kCloseAt, b.close.value());
+  Write(kLateAt, b.late.value());
 }
 
 Value::Array& KeyState::kept_events() {
   WEIR_CHECK(layout_.keeps_events(), "events are kept by sliding windows only");
-  Value& events = slots()[kKindState];
+  Value& events = state_->as_array()[1];
   if (!events.is_array()) events = Value(Value::Array());
   return events.as_array();
 }
 
-void KeyState::clear_kept_events() { slots()[kKindState] = Value(); }
+void KeyState::clear_kept_events() { state_->as_array()[1] = Value(); }
 
 void KeyState::set_span(size_t i, int64_t start, int64_t end) {
-  At(i, kStart) = Value(start);
-  At(i, kEnd) = Value(end);
+  Write(WindowAt(i) + kStartAt, start);
+  Write(WindowAt(i) + kEndAt, end);
 }
-
-void KeyState::set_fired(size_t i) { At(i, kFired) = Value(true); }
 
 void KeyState::set_count_fields(size_t i, int64_t count, int64_t min_ts, int64_t max_ts) {
-  At(i, kCount) = Value(count);
-  At(i, kMinTs) = Value(min_ts);
-  At(i, kMaxTs) = Value(max_ts);
+  Write(WindowAt(i) + kCountAt, count);
+  Write(WindowAt(i) + kMinTsAt, min_ts);
+  Write(WindowAt(i) + kMaxTsAt, max_ts);
 }
 
-std::span<Value> KeyState::accumulators(size_t i) {
-  return std::span<Value>(&At(i, layout_.window_fields()),
-                          layout_.stride() - layout_.window_fields());
+size_t KeyState::BoxIndex(size_t slot_at) const {
+  const std::string_view bytes = packed();
+  size_t index = layout_.first_box();
+  for (size_t i = 0; i < windows() && WindowAt(i) < slot_at; ++i) {
+    for (size_t a = 0; a < layout_.aggregations() && SlotAt(i, a) < slot_at; ++a) {
+      index += bytes[SlotAt(i, a)] == kBoxedSlot;
+    }
+  }
+  return index;
+}
+
+Value::Array& KeyState::AsArray() {
+  if (state_->is_string()) {
+    Value packed = std::move(*state_);
+    *state_ = Value(Value::Array());
+    state_->as_array().push_back(std::move(packed));
+  }
+  return state_->as_array();
+}
+
+void KeyState::LoadAccumulators(size_t i, std::span<Value> into) {
+  const std::string_view bytes = packed();
+  for (size_t a = 0; a < into.size(); ++a) {
+    const char* slot = bytes.data() + SlotAt(i, a);
+    int64_t payload;
+    std::memcpy(&payload, slot + 1, sizeof payload);
+    switch (static_cast<SlotTag>(slot[0])) {
+      case kNullSlot:
+        into[a] = Value();
+        break;
+      case kFalseSlot:
+      case kTrueSlot:
+        into[a] = slot[0] == kTrueSlot;
+        break;
+      case kIntSlot:
+        into[a] = payload;
+        break;
+      case kDoubleSlot:
+        into[a] = std::bit_cast<double>(payload);
+        break;
+      case kBoxedSlot:
+        into[a] = std::move(state_->as_array()[BoxIndex(SlotAt(i, a))]);
+        break;
+    }
+  }
+}
+
+void KeyState::StoreAccumulators(size_t i, std::span<Value> accumulators) {
+  for (size_t a = 0; a < accumulators.size(); ++a) {
+    Value& acc = accumulators[a];
+    const size_t at = SlotAt(i, a);
+    char* slot = mutable_packed().data() + at;
+    int64_t payload = 0;
+    if (slot[0] == kBoxedSlot) {
+      state_->as_array()[BoxIndex(at)] = std::move(acc);
+      continue;
+    }
+    switch (acc.type()) {
+      case Value::Type::kNull:
+        slot[0] = kNullSlot;
+        break;
+      case Value::Type::kBool:
+        slot[0] = acc.as_bool() ? kTrueSlot : kFalseSlot;
+        break;
+      case Value::Type::kInt:
+        slot[0] = kIntSlot;
+        payload = acc.as_int();
+        break;
+      case Value::Type::kDouble:
+        slot[0] = kDoubleSlot;
+        payload = std::bit_cast<int64_t>(acc.as_double());
+        break;
+      default: {
+        const size_t index = BoxIndex(at);
+        Value::Array& parts = AsArray();
+        parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(index), std::move(acc));
+        mutable_packed()[at] = kBoxedSlot;  // the array may have moved the packed string
+        continue;
+      }
+    }
+    std::memcpy(slot + 1, &payload, sizeof payload);
+  }
 }
 
 size_t KeyState::LowerBound(int64_t start) const {
@@ -170,31 +273,34 @@ size_t KeyState::LowerBound(int64_t start) const {
 }
 
 void KeyState::Insert(size_t i, int64_t start, int64_t end) {
-  Value::Array& s = slots();
-  auto at = s.begin() + static_cast<std::ptrdiff_t>(kHeaderSlots + i * layout_.stride());
-  at = s.insert(at, layout_.stride(), Value());
-  at[kStart] = Value(start);
-  at[kEnd] = Value(end);
-  at[kFired] = Value(false);
+  mutable_packed().insert(WindowAt(i), layout_.stride(), '\0');  // null slots, not fired
+  set_span(i, start, end);
 }
 
 void KeyState::Erase(size_t first, size_t count) {
-  Value::Array& s = slots();
-  auto at = s.begin() + static_cast<std::ptrdiff_t>(kHeaderSlots + first * layout_.stride());
-  s.erase(at, at + static_cast<std::ptrdiff_t>(count * layout_.stride()));
+  if (count == 0) return;
+  if (state_->is_array()) {
+    // Their boxes are the run between the boxes of the windows before and those after.
+    const size_t from = BoxIndex(WindowAt(first));
+    const size_t to = BoxIndex(WindowAt(first + count));
+    Value::Array& parts = state_->as_array();
+    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(from),
+                parts.begin() + static_cast<std::ptrdiff_t>(to));
+  }
+  mutable_packed().erase(WindowAt(first), count * layout_.stride());
 }
 
 WindowValue KeyState::Take(size_t i) {
-  WindowValue w{start(i), end(i), {}, fired(i)};
-  std::span<Value> accs = accumulators(i);
-  w.accumulators.reserve(accs.size());
-  for (Value& a : accs) w.accumulators.push_back(std::move(a));
+  WindowValue w{start(i), end(i), Value::Array(layout_.aggregations()), fired(i)};
+  LoadAccumulators(i, w.accumulators);
   return w;
 }
 
 bool KeyState::empty() const {
-  const Value& kept = slots()[kKindState];
-  return windows() == 0 && !(kept.is_array() && !kept.as_array().empty());
+  if (windows() != 0) return false;
+  if (!layout_.keeps_events()) return true;
+  const Value& kept = state_->as_array()[1];
+  return !(kept.is_array() && !kept.as_array().empty());
 }
 
 KeyWindows::KeyWindows(WindowDefinition definition, const Aggregations& aggregations,
@@ -203,7 +309,9 @@ KeyWindows::KeyWindows(WindowDefinition definition, const Aggregations& aggregat
       aggregations_(aggregations),
       layout_(definition, aggregations.size()),
       emit_current_(emit_current),
-      trigger_(std::move(trigger)) {}
+      trigger_(std::move(trigger)),
+      accumulators_(aggregations.size()),
+      merged_(aggregations.size()) {}
 
 Result<KeyState> KeyWindows::View(Value& state, KeySerde serde) const {
   if (state.is_null()) return KeyState::Create(state, layout_, serde);
@@ -219,9 +327,16 @@ Value KeyWindows::Result(int64_t start, int64_t end, std::span<const Value> accu
   return Value(std::move(fields));
 }
 
+void KeyWindows::AddTo(KeyState& key, size_t i, int64_t start, int64_t end, const Value& value,
+                       EventTime ts, AddOutcome& outcome) const {
+  key.LoadAccumulators(i, accumulators_);
+  aggregations_.Add(accumulators_, value, ts);
+  Updated(key, i, start, end, accumulators_, outcome);
+  key.StoreAccumulators(i, accumulators_);
+}
+
 void KeyWindows::Updated(KeyState& key, size_t i, int64_t start, int64_t end,
-                         AddOutcome& outcome) const {
-  std::span<Value> accs = key.accumulators(i);
+                         std::span<const Value> accs, AddOutcome& outcome) const {
   if (emit_current_) {
     outcome.current.push_back(WindowValue{start, end, Value::Array(accs.begin(), accs.end())});
   }
@@ -273,9 +388,8 @@ void KeyWindows::AddAligned(KeyState& key, const Bounds& bounds, const Value& va
       outcome.created.push_back({start, end});
     }
     if (key.fired(i)) continue;
-    aggregations_.Add(key.accumulators(i), value, ts);
+    AddTo(key, i, start, end, value, ts, outcome);
     taken = true;
-    Updated(key, i, start, end, outcome);
   }
   if (!taken) {
     outcome.late = true;
@@ -304,23 +418,21 @@ void KeyWindows::AddSliding(KeyState& key, const Bounds& bounds, const Value& va
   // Every open window holding t takes it.
   for (size_t i = 0; i < key.windows(); ++i) {
     const int64_t start = key.start(i), end = key.end(i);
-    if (start <= t && t < end && !bounds.Closes(end)) {
-      aggregations_.Add(key.accumulators(i), value, ts);
-      Updated(key, i, start, end, outcome);
-    }
+    if (start <= t && t < end && !bounds.Closes(end)) AddTo(key, i, start, end, value, ts, outcome);
   }
   // Its own window, (t - size, t], with every stored event in it, unless one exists already.
   const int64_t start = t - size + 1, end = t + 1;
   size_t i = key.LowerBound(start);
   if (i == key.windows() || key.start(i) != start) {
     key.Insert(i, start, end);
-    std::span<Value> accs = key.accumulators(i);
+    key.LoadAccumulators(i, accumulators_);
     for (const Value& e : key.kept_events()) {
       const int64_t et = e.as_array()[0].as_int();
-      if (et >= start && et < end) aggregations_.Add(accs, e.as_array()[1], EventTime(et));
+      if (et >= start && et < end) aggregations_.Add(accumulators_, e.as_array()[1], EventTime(et));
     }
     outcome.created.push_back({start, end});
-    Updated(key, i, start, end, outcome);
+    Updated(key, i, start, end, accumulators_, outcome);
+    key.StoreAccumulators(i, accumulators_);
     // Every other window holding t starts after its own, (t - size, t]: report that one first.
     std::rotate(outcome.current.begin(), outcome.current.end() - (emit_current_ ? 1 : 0),
                 outcome.current.end());
@@ -354,9 +466,8 @@ void KeyWindows::AddSession(KeyState& key, const Bounds& bounds, const Value& va
   const bool b = a && after >= 2 && reaches(after - 2);
   if (!a) {
     key.Insert(after, t, t + 1);
-    aggregations_.Add(key.accumulators(after), value, ts);
     outcome.created.push_back({t, t + 1});
-    Updated(key, after, t, t + 1, outcome);
+    AddTo(key, after, t, t + 1, value, ts, outcome);
     return;
   }
   // One session takes the event, or two merge through it (the earlier absorbs the later).
@@ -368,16 +479,18 @@ void KeyWindows::AddSession(KeyState& key, const Bounds& bounds, const Value& va
     const size_t later = after - 1;
     outcome.removed.push_back({key.start(later), key.end(later)});
     end = std::max(end, key.end(later));
-    aggregations_.MergeInto(key.accumulators(into), key.accumulators(later));
+    key.LoadAccumulators(into, accumulators_);
+    key.LoadAccumulators(later, merged_);
+    aggregations_.MergeInto(accumulators_, merged_);
+    key.StoreAccumulators(into, accumulators_);
     key.Erase(later);
   }
-  aggregations_.Add(key.accumulators(into), value, ts);
   if (start != before.start || end != before.end) {
     outcome.removed.push_back(before);
     outcome.created.push_back({start, end});
     key.set_span(into, start, end);
   }
-  Updated(key, into, start, end, outcome);
+  AddTo(key, into, start, end, value, ts, outcome);
 }
 
 void KeyWindows::AddCount(KeyState& key, const Value& value, EventTime ts,
@@ -402,8 +515,8 @@ void KeyWindows::AddCount(KeyState& key, const Value& value, EventTime ts,
     if (count == n) {
       // Full: its final result; with .Current() the update that filled it is reported too.
       if (!key.fired(i)) {
-        aggregations_.Add(key.accumulators(i), value, ts);
         WindowValue full = key.Take(i);
+        aggregations_.Add(full.accumulators, value, ts);
         full.start = min_ts;
         full.end = max_ts + 1;
         if (emit_current_) outcome.current.push_back(full);
@@ -412,10 +525,8 @@ void KeyWindows::AddCount(KeyState& key, const Value& value, EventTime ts,
       key.Erase(i);
       continue;
     }
-    if (!key.fired(i)) {
-      aggregations_.Add(key.accumulators(i), value, ts);
-      Updated(key, i, min_ts, max_ts + 1, outcome);  // count windows report event times
-    }
+    // Count windows report event times.
+    if (!key.fired(i)) AddTo(key, i, min_ts, max_ts + 1, value, ts, outcome);
   }
 }
 

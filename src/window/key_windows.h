@@ -2,17 +2,22 @@
 // them (include/weir/window.h states the semantics). Pure logic: no store, no I/O; the window
 // operator (dataflow/) loads a key's state, calls these, and emits what they report.
 //
-// A key's state is one flat array, so that an event costs one state lookup and its windows sit
-// in one run of memory. Its layout, version kWindowStateVersion:
-//   [version, serde, key_watermark, close_bound, late_bound, kind_state, window, window, ...]
-// kind_state is what the kind of window keeps beside its windows: count windows, the index of
-// the key's next event; sliding windows, the events that may still fall into a window,
-// [[ts, value], ...] sorted by ts; null for the others. Each window is
-// WindowStateLayout::stride() values: start, end, fired, then (count windows) count, min_ts,
-// max_ts, then one accumulator per aggregation (null: the aggregation's initial accumulator).
-// Windows are sorted by start; count windows use event indexes for start and end. A stored
-// value of another version or shape is refused with a kCorruption Status when it is opened
-// (KeyState::Open), never read as something else.
+// A key's state is packed into one string, so that an event costs one state lookup and reads a
+// few cache lines (a Value per field made a hopping key's windows 23 lines). Layout, version
+// kWindowStateVersion, integers 8 bytes in host order (little-endian on every target):
+//   header:  version u8, serde u8, key_watermark, close_bound, late_bound, event_index
+//   windows: start, end, fired u8, [count, min_ts, max_ts], slot, slot, ...
+// event_index is the index of the key's next event (count windows; 0 for the others). Each
+// window is WindowStateLayout::stride() bytes; count windows also keep their count and the
+// smallest and largest event time in them, and use event indexes for start and end. Windows are
+// sorted by start. A slot holds one aggregation's accumulator: a tag byte (null, false, true,
+// int, double, boxed) and 8 bytes of payload. An accumulator that is not a null, bool or number
+// (a mean's [sum, count], a collect's entries) is boxed: the state is then an array, [packed,
+// box, box, ...], with the boxes in slot order, so window i's boxes follow those of the windows
+// before it. Sliding windows keep the events that may still fall into a window, [[ts, value],
+// ...] sorted by ts, at index 1 of that array, before the boxes; their state is always an array.
+// A stored value of another version or shape is refused with a kCorruption Status when it is
+// opened (KeyState::Open), never read as something else.
 //
 // Bounds only move forward. close_bound: every window with end <= close_bound has closed.
 // late_bound (sessions): events before it are late. They are derived from the watermark and
@@ -40,7 +45,7 @@ namespace weir::window {
 
 inline constexpr int64_t kNoBound = std::numeric_limits<int64_t>::min();
 // The version of the stored layouts above; a value of another is refused.
-inline constexpr int64_t kWindowStateVersion = 1;
+inline constexpr int64_t kWindowStateVersion = 2;
 
 // A key's or a partition's bounds (see above), event times.
 struct Bounds {
@@ -89,8 +94,8 @@ struct AddOutcome {
   void Clear();
 };
 
-// The shape of a key's state for one window step: what kind_state holds and how many values
-// each window has (see the layout above).
+// The shape of a key's state for one window step: what it keeps beside its windows and how many
+// bytes each window has (see the layout above).
 class WindowStateLayout {
  public:
   WindowStateLayout(const WindowDefinition& definition, size_t aggregations)
@@ -99,9 +104,14 @@ class WindowStateLayout {
         aggregations_(aggregations) {}
   bool counts_events() const { return counts_events_; }  // count windows
   bool keeps_events() const { return keeps_events_; }    // sliding windows
-  // Values of a window before its accumulators: start, end, fired (+ count, min_ts, max_ts).
-  size_t window_fields() const { return counts_events_ ? 6 : 3; }
-  size_t stride() const { return window_fields() + aggregations_; }
+  size_t aggregations() const { return aggregations_; }
+  // Bytes of a window before its slots: start, end, fired (+ count, min_ts, max_ts).
+  size_t window_fields() const { return counts_events_ ? 41 : 17; }
+  static constexpr size_t kSlotBytes = 9;  // a tag byte and 8 bytes of payload
+  size_t stride() const { return window_fields() + aggregations_ * kSlotBytes; }
+  // The index in an array-shaped state of the first box (after the packed string, and the kept
+  // events of sliding windows).
+  size_t first_box() const { return keeps_events_ ? 2 : 1; }
 
  private:
   bool counts_events_;
@@ -115,58 +125,79 @@ class KeyState {
   // Makes `state` (null: the key has no state yet) a key of `serde` with no windows.
   static KeyState Create(Value& state, const WindowStateLayout& layout, KeySerde serde);
   // Opens a stored state: kCorruption naming what is wrong if it is not of this version and
-  // layout (another version, a header field of the wrong type, windows of another stride).
+  // layout (another version, windows of another stride, a slot or box that does not fit).
+  // Checks the header and every window's tags: a few bytes per window.
   static Result<KeyState> Open(Value& state, const WindowStateLayout& layout);
 
-  KeySerde serde() const;
+  KeySerde serde() const { return static_cast<KeySerde>(static_cast<uint8_t>(packed()[kSerdeAt])); }
   // The key's own watermark: the largest event time it has seen.
-  Watermark watermark() const { return Watermark(slots()[kKeyWatermark].as_int()); }
-  void set_watermark(Watermark wm) { slots()[kKeyWatermark] = Value(wm.value()); }
-  Bounds bounds() const;
+  Watermark watermark() const { return Watermark(Read(kWatermarkAt)); }
+  void set_watermark(Watermark wm) { Write(kWatermarkAt, wm.value()); }
+  Bounds bounds() const { return Bounds{EventTime(Read(kCloseAt)), EventTime(Read(kLateAt))}; }
   void set_bounds(const Bounds& b);
   // Count windows: the index of the key's next event (0 before its first).
-  int64_t next_event_index() const;
-  void set_next_event_index(int64_t index);
+  int64_t next_event_index() const { return Read(kEventIndexAt); }
+  void set_next_event_index(int64_t index) { Write(kEventIndexAt, index); }
   // Sliding windows: the events kept for windows later events may define, [[ts, value], ...]
   // sorted by ts (made empty if there were none).
   Value::Array& kept_events();
   void clear_kept_events();
 
-  size_t windows() const { return (slots().size() - kHeaderSlots) / layout_.stride(); }
-  int64_t start(size_t i) const { return At(i, kStart).as_int(); }
-  int64_t end(size_t i) const { return At(i, kEnd).as_int(); }
-  bool fired(size_t i) const { return At(i, kFired).as_bool(); }
+  size_t windows() const { return (packed().size() - kHeaderBytes) / layout_.stride(); }
+  int64_t start(size_t i) const { return Read(WindowAt(i) + kStartAt); }
+  int64_t end(size_t i) const { return Read(WindowAt(i) + kEndAt); }
+  bool fired(size_t i) const { return packed()[WindowAt(i) + kFiredAt] != 0; }
   void set_span(size_t i, int64_t start, int64_t end);
-  void set_fired(size_t i);
+  void set_fired(size_t i) { mutable_packed()[WindowAt(i) + kFiredAt] = 1; }
   // Count windows' fields (REQUIRES: layout().counts_events()).
-  int64_t event_count(size_t i) const { return At(i, kCount).as_int(); }
-  int64_t min_ts(size_t i) const { return At(i, kMinTs).as_int(); }
-  int64_t max_ts(size_t i) const { return At(i, kMaxTs).as_int(); }
+  int64_t event_count(size_t i) const { return Read(WindowAt(i) + kCountAt); }
+  int64_t min_ts(size_t i) const { return Read(WindowAt(i) + kMinTsAt); }
+  int64_t max_ts(size_t i) const { return Read(WindowAt(i) + kMaxTsAt); }
   void set_count_fields(size_t i, int64_t count, int64_t min_ts, int64_t max_ts);
-  std::span<Value> accumulators(size_t i);
+
+  // Window i's accumulators as Values to work on (REQUIRES: into.size() ==
+  // layout().aggregations()): a packed one is copied into `into`, a boxed one moved out of its
+  // box, which holds null until StoreAccumulators(i, into) puts it back. Store packs a null,
+  // bool or number into its slot and boxes anything else; a boxed slot stays boxed.
+  void LoadAccumulators(size_t i, std::span<Value> into);
+  void StoreAccumulators(size_t i, std::span<Value> accumulators);
 
   // The index of the first window whose start is >= `start`.
   size_t LowerBound(int64_t start) const;
   // Inserts a window at index i (null accumulators, not fired).
   void Insert(size_t i, int64_t start, int64_t end);
+  // Removes windows [first, first + count) with their boxes.
   void Erase(size_t first, size_t count = 1);
-  // Moves window i out (its span, accumulators and fired mark); the window stays, emptied.
+  // Window i's span, accumulators (moved out, as LoadAccumulators) and fired mark; the window
+  // stays, to be erased.
   WindowValue Take(size_t i);
   // No window and nothing kept for future windows (a sliding window's events).
   bool empty() const;
 
  private:
-  enum HeaderSlot { kVersion, kSerde, kKeyWatermark, kCloseBound, kLateBound, kKindState };
-  static constexpr size_t kHeaderSlots = kKindState + 1;
-  enum WindowField { kStart, kEnd, kFired, kCount, kMinTs, kMaxTs };
+  // Header fields' byte offsets.
+  static constexpr size_t kVersionAt = 0, kSerdeAt = 1, kWatermarkAt = 2, kCloseAt = 10,
+                          kLateAt = 18, kEventIndexAt = 26, kHeaderBytes = 34;
+  // A window's fields' offsets from its start.
+  static constexpr size_t kStartAt = 0, kEndAt = 8, kFiredAt = 16, kCountAt = 17, kMinTsAt = 25,
+                          kMaxTsAt = 33;
+  enum SlotTag : char { kNullSlot, kFalseSlot, kTrueSlot, kIntSlot, kDoubleSlot, kBoxedSlot };
 
   KeyState(Value& state, const WindowStateLayout& layout) : state_(&state), layout_(layout) {}
-  Value::Array& slots() { return state_->as_array(); }
-  const Value::Array& slots() const { return state_->as_array(); }
-  Value& At(size_t i, size_t field) { return slots()[kHeaderSlots + i * layout_.stride() + field]; }
-  const Value& At(size_t i, size_t field) const {
-    return slots()[kHeaderSlots + i * layout_.stride() + field];
+  // The packed string: the state itself, or the first element of an array-shaped state.
+  std::string_view packed() const;
+  Value::String& mutable_packed();
+  int64_t Read(size_t at) const;
+  void Write(size_t at, int64_t v);
+  size_t WindowAt(size_t i) const { return kHeaderBytes + i * layout_.stride(); }
+  size_t SlotAt(size_t i, size_t aggregation) const {
+    return WindowAt(i) + layout_.window_fields() + aggregation * WindowStateLayout::kSlotBytes;
   }
+  // The index in the state array of the box of the slot at byte `slot_at`, boxed or about to be:
+  // first_box() + the boxed slots before it.
+  size_t BoxIndex(size_t slot_at) const;
+  // The state as an array, [packed, (kept events,) boxes...], made so if it was a bare string.
+  Value::Array& AsArray();
 
   Value* state_;
   WindowStateLayout layout_;
@@ -209,16 +240,24 @@ class KeyWindows {
   void AddSession(KeyState& key, const Bounds& bounds, const Value& value, EventTime ts,
                   AddOutcome& outcome) const;
   void AddCount(KeyState& key, const Value& value, EventTime ts, AddOutcome& outcome) const;
-  // Reports an updated window (start, end as emitted): to `current` (for .Current()), and to
+  // Folds the event into window i's accumulators (loaded into accumulators_, stored back).
+  // Reports the updated window (start, end as emitted): to `current` (for .Current()), and to
   // the trigger, which may fire it: a fired window goes to `ready` and is kept, marked fired,
   // until it closes.
-  void Updated(KeyState& key, size_t i, int64_t start, int64_t end, AddOutcome& outcome) const;
+  void AddTo(KeyState& key, size_t i, int64_t start, int64_t end, const Value& value, EventTime ts,
+             AddOutcome& outcome) const;
+  void Updated(KeyState& key, size_t i, int64_t start, int64_t end,
+               std::span<const Value> accumulators, AddOutcome& outcome) const;
 
   WindowDefinition definition_;
   const Aggregations& aggregations_;
   WindowStateLayout layout_;
   bool emit_current_;
   Trigger trigger_;
+  // A window's accumulators while they are worked on (KeyState::LoadAccumulators), and a second
+  // window's for a merge: the per-event path allocates nothing for them.
+  mutable Value::Array accumulators_;
+  mutable Value::Array merged_;
 };
 
 }  // namespace weir::window
