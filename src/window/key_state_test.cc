@@ -142,6 +142,9 @@ TEST(KeyState, ASlotOrBoxThatDoesNotFitIsRefusedSayingWhich) {
   Value bad_mark = state;
   bad_mark.as_array()[0].mutable_string()[34 + 16] = 2;
   EXPECT_TRUE(Mentions(KeyState::Open(bad_mark, kTumbling).status(), "fired mark"));
+  Value bad_serde = state;
+  bad_serde.as_array()[0].mutable_string()[1] = 5;
+  EXPECT_TRUE(Mentions(KeyState::Open(bad_serde, kTumbling).status(), "unknown key serde 5"));
   Value truncated = Value(std::string_view("\x02\x01", 2));
   EXPECT_TRUE(Mentions(KeyState::Open(truncated, kTumbling).status(), "truncated header"));
 }

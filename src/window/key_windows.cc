@@ -105,6 +105,9 @@ Result<KeyState> KeyState::Open(Value& state, const WindowStateLayout& layout) {
                     "; state written by another version of weir cannot be resumed)");
   }
   if (bytes.size() < kHeaderBytes) return BadState("truncated header");
+  if (static_cast<uint8_t>(bytes[kSerdeAt]) > static_cast<uint8_t>(KeySerde::kBytes)) {
+    return BadState("unknown key serde " + std::to_string(static_cast<uint8_t>(bytes[kSerdeAt])));
+  }
   if ((bytes.size() - kHeaderBytes) % layout.stride() != 0) {
     return BadState(std::to_string(bytes.size() - kHeaderBytes) +
                     " window bytes are not a whole number of windows of " +
