@@ -135,12 +135,9 @@ Result<KeyState> KeyState::Open(Value& state, const WindowStateLayout& layout) {
   return key;
 }
 
-std::string_view KeyState::packed() const {
-  return state_->is_string() ? state_->as_string() : state_->as_array()[0].as_string();
-}
-
-Value::String& KeyState::mutable_packed() {
-  return state_->is_string() ? state_->mutable_string() : state_->as_array()[0].mutable_string();
+void KeyState::FindPacked() {
+  packed_ =
+      state_->is_string() ? &state_->mutable_string() : &state_->as_array()[0].mutable_string();
 }
 
 int64_t KeyState::Read(size_t at) const {
@@ -194,6 +191,7 @@ Value::Array& KeyState::AsArray() {
     Value packed = std::move(*state_);
     *state_ = Value(Value::Array());
     state_->as_array().push_back(std::move(packed));
+    FindPacked();
   }
   return state_->as_array();
 }
@@ -254,7 +252,8 @@ void KeyState::StoreAccumulators(size_t i, std::span<Value> accumulators) {
         const size_t index = BoxIndex(at);
         Value::Array& parts = AsArray();
         parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(index), std::move(acc));
-        mutable_packed()[at] = kBoxedSlot;  // the array may have moved the packed string
+        FindPacked();  // the array may have moved the packed string
+        mutable_packed()[at] = kBoxedSlot;
         continue;
       }
     }
@@ -382,10 +381,11 @@ void KeyWindows::AddAligned(KeyState& key, const Bounds& bounds, const Value& va
     return;
   }
   bool taken = false;
+  size_t i = key.LowerBound(first_k * step);  // the windows of later k follow it in start order
   for (int64_t k = first_k; k <= last_k; ++k) {
     const int64_t start = k * step, end = start + size;
     if (bounds.Closes(end)) continue;  // this one closed; a later one still takes the event
-    size_t i = key.LowerBound(start);
+    while (i < key.windows() && key.start(i) < start) ++i;
     if (i == key.windows() || key.start(i) != start) {
       key.Insert(i, start, end);
       outcome.created.push_back({start, end});

@@ -98,17 +98,19 @@ struct AddOutcome {
 // bytes each window has (see the layout above).
 class WindowStateLayout {
  public:
+  static constexpr size_t kSlotBytes = 9;  // a tag byte and 8 bytes of payload
   WindowStateLayout(const WindowDefinition& definition, size_t aggregations)
       : counts_events_(definition.is_count()),
         keeps_events_(definition.kind() == WindowKind::kSliding),
-        aggregations_(aggregations) {}
+        aggregations_(aggregations),
+        window_fields_(counts_events_ ? 41 : 17),
+        stride_(window_fields_ + aggregations * kSlotBytes) {}
   bool counts_events() const { return counts_events_; }  // count windows
   bool keeps_events() const { return keeps_events_; }    // sliding windows
   size_t aggregations() const { return aggregations_; }
   // Bytes of a window before its slots: start, end, fired (+ count, min_ts, max_ts).
-  size_t window_fields() const { return counts_events_ ? 41 : 17; }
-  static constexpr size_t kSlotBytes = 9;  // a tag byte and 8 bytes of payload
-  size_t stride() const { return window_fields() + aggregations_ * kSlotBytes; }
+  size_t window_fields() const { return window_fields_; }
+  size_t stride() const { return stride_; }
   // The index in an array-shaped state of the first box (after the packed string, and the kept
   // events of sliding windows).
   size_t first_box() const { return keeps_events_ ? 2 : 1; }
@@ -117,6 +119,8 @@ class WindowStateLayout {
   bool counts_events_;
   bool keeps_events_;
   size_t aggregations_;
+  size_t window_fields_;
+  size_t stride_;
 };
 
 // A view of a key's state value with named access to its header and its windows.
@@ -183,10 +187,15 @@ class KeyState {
                           kMaxTsAt = 33;
   enum SlotTag : char { kNullSlot, kFalseSlot, kTrueSlot, kIntSlot, kDoubleSlot, kBoxedSlot };
 
-  KeyState(Value& state, const WindowStateLayout& layout) : state_(&state), layout_(layout) {}
+  // REQUIRES: `state` is a string or an array whose first element is one.
+  KeyState(Value& state, const WindowStateLayout& layout) : state_(&state), layout_(layout) {
+    FindPacked();
+  }
   // The packed string: the state itself, or the first element of an array-shaped state.
-  std::string_view packed() const;
-  Value::String& mutable_packed();
+  std::string_view packed() const { return *packed_; }
+  Value::String& mutable_packed() { return *packed_; }
+  // Points packed_ at the packed string again (the state became an array, or its array grew).
+  void FindPacked();
   int64_t Read(size_t at) const;
   void Write(size_t at, int64_t v);
   size_t WindowAt(size_t i) const { return kHeaderBytes + i * layout_.stride(); }
@@ -200,6 +209,7 @@ class KeyState {
   Value::Array& AsArray();
 
   Value* state_;
+  Value::String* packed_;
   WindowStateLayout layout_;
 };
 
