@@ -8,9 +8,8 @@
 // copy of it (an entry added twice is handed out once, as a set would). Entries may be added at
 // any time, between takes too, with any end.
 // Cost: adding an entry allocates nothing once the index has held as many buckets and entries;
-// taking one is O(1) amortized plus, per end, one sort of its entries and O(log ends) to order
-// the ends.
-// Thread safety: none; a task's step owns its index.
+// taking one is O(1) amortized plus, per slot of ends (see the constructor), one sort of its
+// entries and O(log slots) to order the slots. Thread safety: none; a task's step owns its index.
 #pragma once
 
 #include <algorithm>
@@ -66,23 +65,34 @@ struct IndexEntry {
   }
 };
 
-// The open windows' entries, smallest (end, key, start) first, in buckets of one end each: a
-// binary heap of (end, bucket) over small integers orders the buckets, and a bucket is sorted
-// when its first entry is taken, then handed out from memory read in order. Every key's window of
-// a tumbling or hopping window shares its end with the others', and a recent bucket of the end
-// takes the entry; a session's window mostly has a bucket of its own. (A heap of the entries
-// themselves cost a cache miss per level on each removal once it outgrew the caches: `pop_heap`
-// 6% of Nexmark q5, with integer compares.) Two buckets of one end are merged when an entry of
-// that end is taken. Adding allocates nothing once the buckets have grown (emptied ones are kept
-// for new ends). An entry added twice is handed out once, as a set would.
+// The open windows' entries, smallest (end, key, start) first, in buckets of one slot of ends
+// each: a binary heap of (slot, bucket) over small integers orders the buckets, and a bucket is
+// sorted when its first entry is taken, then handed out from memory read in order. A slot is one
+// end where many windows share few ends (every key's tumbling or hopping window ends with the
+// others'), and 2^kSpreadSlotBits ms of ends where they spread over every millisecond (sessions,
+// sliding windows); a recent bucket of the slot takes the entry. (A heap of the entries themselves
+// cost a cache miss per level on each removal once it outgrew the caches: `pop_heap` 6% of
+// Nexmark q5, with integer compares; a bucket per end left sessions a heap of a bucket per
+// millisecond: `TakeFirst` 14% of the session bench's tasks.) Two buckets of one slot are merged
+// when the slot comes first. Adding allocates nothing once the buckets have grown (emptied ones
+// are kept for new slots). An entry added twice is handed out once, as a set would.
 class DueIndex {
  public:
+  static constexpr int kSpreadSlotBits = 10;  // about a second
+  // Ends e and f share a slot when e >> slot_bits == f >> slot_bits: 0 for a slot per end. More
+  // puts later ends in the bucket being taken from, which is sorted again when they come.
+  explicit DueIndex(int slot_bits = 0) : slot_bits_(slot_bits) {}
+
   bool empty() const { return heap_.empty(); }
-  // REQUIRES: !empty().
-  int64_t first_end() const { return heap_.front().end; }
+  // The smallest end. REQUIRES: !empty().
+  int64_t first_end() {
+    MergeFirstSlot();
+    return buckets_[heap_.front().bucket].min_end;
+  }
 
   void Add(IndexEntry entry) {
-    Bucket& bucket = buckets_[BucketOf(entry.end)];
+    Bucket& bucket = buckets_[BucketOf(entry.end >> slot_bits_)];
+    bucket.min_end = std::min(bucket.min_end, entry.end);
     bucket.entries.push_back(std::move(entry));
     bucket.sorted = false;
   }
@@ -90,7 +100,7 @@ class DueIndex {
   // The entry `n` places after the first, for a hint (a sweep prefetching the state of the
   // entries it will take): within the first entry's bucket once it is sorted, which is where a
   // sweep takes its next entries from; nullptr beyond it (or before its first take). A copy of an
-  // entry counts as a place. The pointer is valid until the next Add or TakeFirst.
+  // entry counts as a place. The pointer is valid until the next Add, first_end or TakeFirst.
   const IndexEntry* Upcoming(size_t n) const {
     if (heap_.empty()) return nullptr;
     const Bucket& first = buckets_[heap_.front().bucket];
@@ -100,22 +110,13 @@ class DueIndex {
 
   // Removes and returns the first entry, with any copies of it. REQUIRES: !empty().
   IndexEntry TakeFirst() {
+    MergeFirstSlot();
     const uint32_t id = heap_.front().bucket;
-    std::vector<IndexEntry>& entries = buckets_[id].entries;
-    if (FirstEndIsShared()) {
-      const HeapEntry first = PopHeap();
-      while (!heap_.empty() && heap_.front().end == first.end) {
-        const uint32_t same_end = PopHeap().bucket;
-        std::vector<IndexEntry>& more = buckets_[same_end].entries;
-        std::move(more.begin(), more.end(), std::back_inserter(entries));
-        Release(same_end);
-      }
-      PushHeap(first);
-      buckets_[id].sorted = false;
-    }
-    if (!buckets_[id].sorted) {
+    Bucket& bucket = buckets_[id];
+    std::vector<IndexEntry>& entries = bucket.entries;
+    if (!bucket.sorted) {
       std::sort(entries.begin(), entries.end(), std::greater<>());  // the first one last
-      buckets_[id].sorted = true;
+      bucket.sorted = true;
     }
     IndexEntry taken = std::move(entries.back());
     entries.pop_back();
@@ -123,31 +124,45 @@ class DueIndex {
     if (entries.empty()) {
       PopHeap();
       Release(id);
+    } else {
+      bucket.min_end = entries.back().end;
     }
     return taken;
   }
 
  private:
   struct Bucket {
-    std::vector<IndexEntry> entries;  // of one end; cleared, not freed, when the bucket is
+    std::vector<IndexEntry> entries;  // of one slot; cleared, not freed, when the bucket is
     bool sorted = false;              // descending, the first entry last
+    int64_t min_end = INT64_MAX;      // the smallest end among the entries
+    int64_t slot = 0;
   };
   struct HeapEntry {
-    int64_t end;
+    int64_t slot;
     uint32_t bucket;
     // std::greater makes the heap a min-heap.
     friend bool operator>(const HeapEntry& a, const HeapEntry& b) {
-      return a.end != b.end ? a.end > b.end : a.bucket > b.bucket;
+      return a.slot != b.slot ? a.slot > b.slot : a.bucket > b.bucket;
     }
   };
   static constexpr uint32_t kNoBucket = UINT32_MAX;
-  static constexpr size_t kRecentEnds = 8;  // more than a hopping window's open ends
+  // The buckets of recent slots: the last few made, searched first (a hopping window's few open
+  // ends), then a table direct-mapped by slot with more places than the slots open at once (a
+  // minute or two of sessions' ends by the second), so a slot rarely gets a second bucket.
+  static constexpr size_t kLastSlots = 8;
+  static constexpr int kSlotTableBits = 8;
+  static size_t SlotTableIndex(int64_t slot) {
+    return static_cast<size_t>((static_cast<uint64_t>(slot) * 0x9E3779B97F4A7C15ULL) >>
+                               (64 - kSlotTableBits));
+  }
 
-  // A bucket for entries ending at `end`: one of the recent ends', or a new one.
-  uint32_t BucketOf(int64_t end) {
-    for (const Recent& r : recent_) {
-      if (r.bucket != kNoBucket && r.end == end) return r.bucket;
+  // A bucket for entries whose end is in `slot`: the slot's recent one, or a new one.
+  uint32_t BucketOf(int64_t slot) {
+    for (const SlotBucket& last : last_slots_) {
+      if (last.bucket != kNoBucket && last.slot == slot) return last.bucket;
     }
+    SlotBucket& mapped = slot_table_[SlotTableIndex(slot)];
+    if (mapped.bucket != kNoBucket && mapped.slot == slot) return mapped.bucket;
     uint32_t id;
     if (free_.empty()) {
       id = static_cast<uint32_t>(buckets_.size());
@@ -156,24 +171,42 @@ class DueIndex {
       id = free_.back();
       free_.pop_back();
     }
-    PushHeap({end, id});
-    recent_[next_recent_] = {end, id};
-    next_recent_ = (next_recent_ + 1) % kRecentEnds;
+    PushHeap({slot, id});
+    buckets_[id].slot = slot;
+    mapped = {slot, id};
+    last_slots_[next_last_] = {slot, id};
+    next_last_ = (next_last_ + 1) % kLastSlots;
     return id;
   }
   void Release(uint32_t id) {
     buckets_[id].entries.clear();
     buckets_[id].sorted = false;
+    buckets_[id].min_end = INT64_MAX;
     free_.push_back(id);
-    for (Recent& r : recent_) {
-      if (r.bucket == id) r.bucket = kNoBucket;
+    SlotBucket& mapped = slot_table_[SlotTableIndex(buckets_[id].slot)];
+    if (mapped.bucket == id) mapped.bucket = kNoBucket;
+    for (SlotBucket& last : last_slots_) {
+      if (last.bucket == id) last.bucket = kNoBucket;
     }
   }
-  // Whether another bucket has the first one's end: then one of the first's children has it,
-  // as every bucket below them ends no earlier than they do.
-  bool FirstEndIsShared() const {
-    const int64_t end = heap_.front().end;
-    return (heap_.size() > 1 && heap_[1].end == end) || (heap_.size() > 2 && heap_[2].end == end);
+  // Makes the first slot's entries one bucket: another bucket of that slot is one of the first's
+  // children, as every bucket below them has a slot no earlier than theirs.
+  void MergeFirstSlot() {
+    const int64_t slot = heap_.front().slot;
+    const bool shared =
+        (heap_.size() > 1 && heap_[1].slot == slot) || (heap_.size() > 2 && heap_[2].slot == slot);
+    if (!shared) return;
+    const HeapEntry first = PopHeap();
+    Bucket& into = buckets_[first.bucket];
+    while (!heap_.empty() && heap_.front().slot == first.slot) {
+      const uint32_t same_slot = PopHeap().bucket;
+      Bucket& more = buckets_[same_slot];
+      std::move(more.entries.begin(), more.entries.end(), std::back_inserter(into.entries));
+      into.min_end = std::min(into.min_end, more.min_end);
+      Release(same_slot);
+    }
+    PushHeap(first);
+    into.sorted = false;
   }
   void PushHeap(HeapEntry e) {
     heap_.push_back(e);
@@ -186,15 +219,17 @@ class DueIndex {
     return top;
   }
 
-  struct Recent {
-    int64_t end = 0;
+  struct SlotBucket {
+    int64_t slot = 0;
     uint32_t bucket = kNoBucket;
   };
+  int slot_bits_;
   std::vector<HeapEntry> heap_;  // one per live bucket
   std::vector<Bucket> buckets_;  // by id; free_ lists the emptied ones
   std::vector<uint32_t> free_;
-  std::array<Recent, kRecentEnds> recent_{};
-  size_t next_recent_ = 0;
+  std::array<SlotBucket, kLastSlots> last_slots_{};
+  size_t next_last_ = 0;
+  std::array<SlotBucket, size_t{1} << kSlotTableBits> slot_table_{};
 };
 
 }  // namespace weir::dataflow

@@ -38,17 +38,20 @@ std::vector<std::string> Keys() {
 // The index against a set of (end, key, start): adds and takes interleaved at random, with
 // more ends in play at once than the index keeps at hand, entries added twice, and entries
 // added to the end being taken.
+// Odd seeds slot ends by the second and spread them over the milliseconds, as sessions do.
 TEST(DueIndex, TakesEntriesInTheOrderOfASetOfThem) {
   const std::vector<std::string> keys = Keys();
-  for (uint64_t seed = 1; seed <= 200; ++seed) {
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
     std::mt19937_64 rng(seed);
     const int64_t ends = 1 + static_cast<int64_t>(rng() % 24);
-    DueIndex index;
+    const bool spread = seed % 2 == 1;
+    DueIndex index(spread ? DueIndex::kSpreadSlotBits : 0);
     std::set<ModelEntry> model;
     for (int step = 0; step < 400; ++step) {
       if (rng() % 3 != 0 || model.empty()) {
-        const ModelEntry e{static_cast<int64_t>(rng() % ends) * 1000, keys[rng() % keys.size()],
-                           static_cast<int64_t>(rng() % 3)};
+        const int64_t end = static_cast<int64_t>(rng() % ends) * 1000 +
+                            (spread ? static_cast<int64_t>(rng() % 1000) - 500 : 0);
+        const ModelEntry e{end, keys[rng() % keys.size()], static_cast<int64_t>(rng() % 3)};
         index.Add({std::get<0>(e), std::get<1>(e), std::get<2>(e)});
         model.insert(e);
         continue;
@@ -72,35 +75,37 @@ TEST(DueIndex, TakesEntriesInTheOrderOfASetOfThem) {
 // Windows made as event time moves on: every key's window of each end, ends rising, each end
 // taken whole once it is due, while later ones fill.
 TEST(DueIndex, HandsOutEachEndKeyByKeyWhileLaterEndsFill) {
-  DueIndex index;
-  std::set<ModelEntry> model;
-  const std::vector<std::string> keys = Keys();
-  int64_t taken_count = 0, upcoming_seen = 0;
-  for (int64_t end = 0; end < 50; ++end) {
-    for (const std::string& key : keys) {
-      for (int64_t step = 0; step < 5; ++step) {  // a hopping window's five ends
-        index.Add({end + step, key, end});
-        model.insert({end + step, key, end});
+  for (int slot_bits : {0, DueIndex::kSpreadSlotBits}) {
+    DueIndex index(slot_bits);
+    std::set<ModelEntry> model;
+    const std::vector<std::string> keys = Keys();
+    int64_t taken_count = 0, upcoming_seen = 0;
+    for (int64_t end = 0; end < 50; ++end) {
+      for (const std::string& key : keys) {
+        for (int64_t step = 0; step < 5; ++step) {  // a hopping window's five ends
+          index.Add({end + step, key, end});
+          model.insert({end + step, key, end});
+        }
+      }
+      while (!index.empty() && index.first_end() <= end) {
+        // What a sweep prefetches: the entries it will take next, as they will come.
+        for (size_t n : {0, 1, 4, 8, 12}) {
+          const IndexEntry* upcoming = index.Upcoming(n);
+          if (upcoming == nullptr) continue;
+          ASSERT_LT(n, model.size());
+          ASSERT_EQ(ModelEntry(upcoming->end, upcoming->key, upcoming->start),
+                    *std::next(model.begin(), static_cast<std::ptrdiff_t>(n)));
+          ++upcoming_seen;
+        }
+        const IndexEntry taken = index.TakeFirst();
+        ASSERT_EQ(ModelEntry(taken.end, taken.key, taken.start), *model.begin());
+        model.erase(model.begin());
+        ++taken_count;
       }
     }
-    while (!index.empty() && index.first_end() <= end) {
-      // What a sweep prefetches: the entries it will take next, as they will come.
-      for (size_t n : {0, 1, 4, 8, 12}) {
-        const IndexEntry* upcoming = index.Upcoming(n);
-        if (upcoming == nullptr) continue;
-        ASSERT_LT(n, model.size());
-        ASSERT_EQ(ModelEntry(upcoming->end, upcoming->key, upcoming->start),
-                  *std::next(model.begin(), static_cast<std::ptrdiff_t>(n)));
-        ++upcoming_seen;
-      }
-      const IndexEntry taken = index.TakeFirst();
-      ASSERT_EQ(ModelEntry(taken.end, taken.key, taken.start), *model.begin());
-      model.erase(model.begin());
-      ++taken_count;
-    }
+    EXPECT_EQ(taken_count + static_cast<int64_t>(model.size()), 50 * 13 * 5);
+    EXPECT_GT(upcoming_seen, taken_count);  // announced within a sorted end, not only after it
   }
-  EXPECT_EQ(taken_count + static_cast<int64_t>(model.size()), 50 * 13 * 5);
-  EXPECT_GT(upcoming_seen, taken_count);  // announced within a sorted end, not only after it
 }
 
 }  // namespace

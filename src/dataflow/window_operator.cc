@@ -46,7 +46,11 @@ class WindowOperator : public Operator {
         windows_(spec_.definition, aggregations_, !spec_.final, spec_.trigger),
         partition_mode_(spec_.closing == Closing::kPartition && !spec_.definition.is_count()),
         late_(ctx, spec_.late_topic, spec_.late_file),
-        runs_user_code_(aggregations_.runs_user_code() || spec_.trigger != nullptr) {}
+        runs_user_code_(aggregations_.runs_user_code() || spec_.trigger != nullptr),
+        index_(spec_.definition.kind() == WindowKind::kSession ||
+                       spec_.definition.kind() == WindowKind::kSliding
+                   ? DueIndex::kSpreadSlotBits
+                   : 0) {}
 
   // Reads what the store holds: the partition's bounds and, closing by partition, the index.
   Status Restore() {
