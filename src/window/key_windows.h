@@ -123,7 +123,8 @@ class WindowStateLayout {
   size_t stride_;
 };
 
-// A view of a key's state value with named access to its header and its windows.
+// A view of a key's state value with named access to its header and its windows. It points into
+// the value: valid while the value is changed only through it.
 class KeyState {
  public:
   // Makes `state` (null: the key has no state yet) a key of `serde` with no windows.
