@@ -5,8 +5,8 @@
 // (end, key, start) over all open windows, kept as windows are created and removed and rebuilt
 // from the store when the task opens. A sweep looks at the index's first entry (O(1) when
 // nothing is due) and removes what is due, so expiry never scans open windows. The index keeps
-// a bucket of entries per end (see DueIndex): adding a window allocates nothing once the buckets'
-// memory has grown (a tree set made a node per window).
+// a bucket of entries per slot of ends (see DueIndex): adding a window allocates nothing once the
+// buckets' memory has grown (a tree set made a node per window).
 #include "dataflow/window_operator.h"
 
 #include <algorithm>

@@ -147,6 +147,23 @@ TEST(KeyState, ASlotOrBoxThatDoesNotFitIsRefusedSayingWhich) {
   EXPECT_TRUE(Mentions(KeyState::Open(bad_serde, kTumbling).status(), "unknown key serde 5"));
   Value truncated = Value(std::string_view("\x02\x01", 2));
   EXPECT_TRUE(Mentions(KeyState::Open(truncated, kTumbling).status(), "truncated header"));
+  Value backwards = state;  // a window whose end is not after its start
+  std::memcpy(backwards.as_array()[0].mutable_string().data() + 34 + 8, &kNoBound, 8);
+  EXPECT_TRUE(Mentions(KeyState::Open(backwards, kTumbling).status(), "does not end after"));
+
+  Value sliding_state;
+  KeyState::Create(sliding_state, kSliding, KeySerde::kString);
+  for (Value kept :
+       {Value::MakeArray({Value::MakeArray({5})}), Value::MakeArray({Value::MakeArray({"5", "x"})}),
+        Value::MakeArray({Value::MakeArray({5, "x"}), Value::MakeArray({4, "y"})})}) {
+    Value bad_kept = sliding_state;
+    bad_kept.as_array()[1] = kept;
+    EXPECT_TRUE(Mentions(KeyState::Open(bad_kept, kSliding).status(), "kept events"))
+        << kept.ToJson();
+  }
+  Value count_state;
+  KeyState::Create(count_state, kCount, KeySerde::kString).set_next_event_index(-1);
+  EXPECT_TRUE(Mentions(KeyState::Open(count_state, kCount).status(), "event index"));
 }
 
 // Windows inserted, filled with accumulators of every kind, taken and erased at random, against a
@@ -215,10 +232,12 @@ TEST(KeyState, PartitionBoundsRoundTripAndTheUnversionedFormIsRefused) {
   EXPECT_TRUE(Mentions(DecodePartitionBounds(other_version).status(), "format version 3"));
 }
 
+// Stored states a little wrong at random are refused, or opened and then read, added to and
+// expired by the window rules without a crash or a sanitizer report.
 TEST(KeyState, RandomValuesAreRefusedOrReadAsTheyAreNeverACrash) {
   std::mt19937_64 rng(13);
   auto random_value = [&]() -> Value {
-    switch (rng() % 5) {
+    switch (rng() % 6) {
       case 0:
         return Value();
       case 1:
@@ -227,21 +246,41 @@ TEST(KeyState, RandomValuesAreRefusedOrReadAsTheyAreNeverACrash) {
         return Value(Value::Array{});
       case 3:
         return Value("s");
+      case 4:
+        return Value::MakeArray({Value::MakeArray({static_cast<int64_t>(rng() % 20), "e"})});
       default:
         return Value(Value::Array{Value(int64_t{1})});
     }
   };
-  // Bytes that are mostly a well-formed header and windows of either layout, with a few changed.
+  // A well-formed header and windows of one of the layouts, then a few bytes changed.
   auto random_packed = [&]() -> std::string {
-    std::string bytes(34 + (rng() % 4) * (rng() % 2 == 0 ? 35 : 26), '\0');
+    const size_t stride = std::vector<size_t>{35, 26, 50}[rng() % 3];
+    std::string bytes(34 + (rng() % 4) * stride, '\0');
     bytes[0] = static_cast<char>(kWindowStateVersion);
+    bytes[1] = static_cast<char>(rng() % 5);
+    for (size_t at = 34; at < bytes.size(); at += stride) {
+      const int64_t start = static_cast<int64_t>(rng() % 30), end = start + 1 + rng() % 10;
+      std::memcpy(&bytes[at], &start, 8);
+      std::memcpy(&bytes[at + 8], &end, 8);
+      for (size_t slot = at + (stride == 50 ? 41 : 17); slot < at + stride; slot += 9) {
+        bytes[slot] = static_cast<char>(rng() % 5);  // not boxed: the boxes are random below
+      }
+    }
     for (char& c : bytes) {
-      if (rng() % 8 == 0) c = static_cast<char>(rng() % 7);
+      if (rng() % 64 == 0) c = static_cast<char>(rng() % 7);
     }
     if (rng() % 16 == 0) bytes.resize(rng() % bytes.size());
     return bytes;
   };
+  using std::chrono::milliseconds;
+  const Aggregations two({{"n", agg::Count()}, {"s", agg::Sum("x")}}, false);
+  const Aggregations one({{"n", agg::Mean("x")}}, false);
+  const KeyWindows tumbling(WindowDefinition::Tumbling(milliseconds(10)), two, true, nullptr);
+  const KeyWindows sliding(WindowDefinition::Sliding(milliseconds(10)), one, true, nullptr);
+  const KeyWindows counting(WindowDefinition::CountTumbling(5), one, true, nullptr);
   int opened_states = 0;
+  AddOutcome outcome;
+  std::vector<WindowValue> closed;
   for (int round = 0; round < 20000; ++round) {
     const std::string packed = random_packed();
     Value state{std::string_view(packed)};
@@ -251,7 +290,8 @@ TEST(KeyState, RandomValuesAreRefusedOrReadAsTheyAreNeverACrash) {
       state = Value(std::move(parts));
     }
     if (round % 11 == 0) state = random_value();
-    for (const WindowStateLayout& layout : {kTumbling, kSliding, kCount}) {
+    for (const KeyWindows* windows : {&tumbling, &sliding, &counting}) {
+      const WindowStateLayout& layout = windows->layout();
       Value copy = state;
       auto opened = KeyState::Open(copy, layout);
       if (!opened.ok()) continue;
@@ -263,12 +303,18 @@ TEST(KeyState, RandomValuesAreRefusedOrReadAsTheyAreNeverACrash) {
         EXPECT_EQ(opened->start(i), start);
         EXPECT_EQ(Accumulators(*opened, i, layout).size(), layout.aggregations());
       }
-      opened->Erase(0, opened->windows());
+      // And takes an event and closes windows as the rules say, whatever it held.
+      const EventTime ts(static_cast<int64_t>(rng() % 40));
+      windows->Add(*opened, Bounds{}, Value::MakeObject({{"x", 2}}), ts, outcome);
+      closed.clear();
+      windows->Expire(*opened, Bounds{EventTime(static_cast<int64_t>(rng() % 50)), EventTime()},
+                      closed);
+      windows->CloseAll(*opened, closed);
       EXPECT_EQ(opened->windows(), 0u);
       EXPECT_TRUE(KeyState::Open(copy, layout).ok());
     }
   }
-  EXPECT_GT(opened_states, 100);
+  EXPECT_GT(opened_states, 1000);
 }
 
 }  // namespace

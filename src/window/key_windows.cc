@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <limits>
 
 namespace weir::window {
 namespace {
@@ -13,6 +14,21 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 }
 
 Status BadState(const std::string& what) { return Status::Corruption("window state: " + what); }
+
+// A sliding window's kept events: null, or [[ts, value], ...] with ts ascending.
+Status CheckKeptEvents(const Value& kept) {
+  if (kept.is_null()) return Status::OK();
+  if (!kept.is_array()) return BadState("kept events are not an array");
+  int64_t previous = std::numeric_limits<int64_t>::min();
+  for (const Value& e : kept.as_array()) {
+    if (!e.is_array() || e.as_array().size() != 2 || !e.as_array()[0].is_int() ||
+        e.as_array()[0].as_int() < previous) {
+      return BadState("kept events are not [[ts, value], ...] in time order");
+    }
+    previous = e.as_array()[0].as_int();
+  }
+  return Status::OK();
+}
 
 }  // namespace
 
@@ -88,9 +104,7 @@ Result<KeyState> KeyState::Open(Value& state, const WindowStateLayout& layout) {
     }
     packed = &parts[0];
     if (parts.size() < layout.first_box()) return BadState("sliding windows without kept events");
-    if (layout.keeps_events() && !parts[1].is_null() && !parts[1].is_array()) {
-      return BadState("kept events are not an array");
-    }
+    if (layout.keeps_events()) WEIR_RETURN_IF_ERROR(CheckKeptEvents(parts[1]));
     boxes = parts.size() - layout.first_box();
   } else if (layout.keeps_events()) {
     return BadState("sliding windows without kept events");
@@ -115,9 +129,15 @@ Result<KeyState> KeyState::Open(Value& state, const WindowStateLayout& layout) {
   }
   KeyState key(state, layout);
   size_t boxed = 0;
+  if (key.next_event_index() < 0 || key.next_event_index() == INT64_MAX) {
+    return BadState("an event index out of range");
+  }
   for (size_t i = 0; i < key.windows(); ++i) {
     if (static_cast<uint8_t>(bytes[key.WindowAt(i) + kFiredAt]) > 1) {
       return BadState("window " + std::to_string(i) + " has a fired mark that is not 0 or 1");
+    }
+    if (key.start(i) >= key.end(i)) {
+      return BadState("window " + std::to_string(i) + " does not end after it starts");
     }
     for (size_t a = 0; a < layout.aggregations(); ++a) {
       const auto tag = static_cast<uint8_t>(bytes[key.SlotAt(i, a)]);
@@ -175,15 +195,21 @@ void KeyState::set_count_fields(size_t i, int64_t count, int64_t min_ts, int64_t
   Write(WindowAt(i) + kMaxTsAt, max_ts);
 }
 
-size_t KeyState::BoxIndex(size_t slot_at) const {
+size_t KeyState::BoxIndex(size_t slot_at) {
   const std::string_view bytes = packed();
-  size_t index = layout_.first_box();
-  for (size_t i = 0; i < windows() && WindowAt(i) < slot_at; ++i) {
-    for (size_t a = 0; a < layout_.aggregations() && SlotAt(i, a) < slot_at; ++a) {
-      index += bytes[SlotAt(i, a)] == kBoxedSlot;
+  const size_t window = std::min((slot_at - kHeaderBytes) / layout_.stride(), windows());
+  auto boxed_in = [&](size_t i, size_t below) {
+    size_t n = 0;
+    for (size_t a = 0; a < layout_.aggregations() && SlotAt(i, a) < below; ++a) {
+      n += bytes[SlotAt(i, a)] == kBoxedSlot;
     }
+    return n;
+  };
+  if (box_cursor_.window > window) box_cursor_ = {0, layout_.first_box()};
+  for (; box_cursor_.window < window; ++box_cursor_.window) {
+    box_cursor_.first_box += boxed_in(box_cursor_.window, std::string_view::npos);
   }
-  return index;
+  return box_cursor_.first_box + (window < windows() ? boxed_in(window, slot_at) : 0);
 }
 
 Value::Array& KeyState::AsArray() {
@@ -252,7 +278,8 @@ void KeyState::StoreAccumulators(size_t i, std::span<Value> accumulators) {
         const size_t index = BoxIndex(at);
         Value::Array& parts = AsArray();
         parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(index), std::move(acc));
-        FindPacked();  // the array may have moved the packed string
+        box_cursor_ = {0, layout_.first_box()};  // the boxes of later windows moved up
+        FindPacked();                            // the array may have moved the packed string
         mutable_packed()[at] = kBoxedSlot;
         continue;
       }
@@ -275,6 +302,7 @@ size_t KeyState::LowerBound(int64_t start) const {
 }
 
 void KeyState::Insert(size_t i, int64_t start, int64_t end) {
+  box_cursor_ = {0, layout_.first_box()};
   mutable_packed().insert(WindowAt(i), layout_.stride(), '\0');  // null slots, not fired
   set_span(i, start, end);
 }
@@ -288,6 +316,7 @@ void KeyState::Erase(size_t first, size_t count) {
     Value::Array& parts = state_->as_array();
     parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(from),
                 parts.begin() + static_cast<std::ptrdiff_t>(to));
+    box_cursor_ = {0, layout_.first_box()};
   }
   mutable_packed().erase(WindowAt(first), count * layout_.stride());
 }

@@ -162,8 +162,8 @@ class KeyState {
 
   // Window i's accumulators as Values to work on (REQUIRES: into.size() ==
   // layout().aggregations()): a packed one is copied into `into`, a boxed one moved out of its
-  // box, which holds null until StoreAccumulators(i, into) puts it back. Store packs a null,
-  // bool or number into its slot and boxes anything else; a boxed slot stays boxed.
+  // box, which holds a moved-from value until StoreAccumulators(i, into) puts it back. Store packs
+  // a null, bool or number into its slot and boxes anything else; a boxed slot stays boxed.
   void LoadAccumulators(size_t i, std::span<Value> into);
   void StoreAccumulators(size_t i, std::span<Value> accumulators);
 
@@ -204,14 +204,20 @@ class KeyState {
     return WindowAt(i) + layout_.window_fields() + aggregation * WindowStateLayout::kSlotBytes;
   }
   // The index in the state array of the box of the slot at byte `slot_at`, boxed or about to be:
-  // first_box() + the boxed slots before it.
-  size_t BoxIndex(size_t slot_at) const;
+  // first_box() + the boxed slots before it. Counts on from box_cursor_ when the slot is at or
+  // after its window, so visiting an event's windows in order costs one pass, not one per window.
+  size_t BoxIndex(size_t slot_at);
   // The state as an array, [packed, (kept events,) boxes...], made so if it was a bare string.
   Value::Array& AsArray();
 
   Value* state_;
   Value::String* packed_;
   WindowStateLayout layout_;
+  // The first box of window `window` (BoxIndex); reset when windows or boxes move.
+  struct BoxCursor {
+    size_t window;
+    size_t first_box;
+  } box_cursor_{0, layout_.first_box()};
 };
 
 // The rules of one window definition.
