@@ -9,7 +9,11 @@
 // any time, between takes too, with any end.
 // Cost: adding an entry allocates nothing once the index has held as many buckets and entries;
 // taking one is O(1) amortized plus, per slot of ends (see the constructor), one sort of its
-// entries and O(log slots) to order the slots. Thread safety: none; a task's step owns its index.
+// entries and O(log slots) to order the slots. An entry added to a slot already being taken from
+// costs O(log k) more (a heap of k such entries beside the sorted run, merged into it once k
+// reaches a quarter of the run).
+//
+// Thread safety: none; a task's step owns its index.
 #pragma once
 
 #include <algorithm>
@@ -79,8 +83,7 @@ struct IndexEntry {
 class DueIndex {
  public:
   static constexpr int kSpreadSlotBits = 10;  // about a second
-  // Ends e and f share a slot when e >> slot_bits == f >> slot_bits: 0 for a slot per end. More
-  // puts later ends in the bucket being taken from, which is sorted again when they come.
+  // Ends e and f share a slot when e >> slot_bits == f >> slot_bits: 0 for a slot per end.
   explicit DueIndex(int slot_bits = 0) : slot_bits_(slot_bits) {}
 
   bool empty() const { return heap_.empty(); }
@@ -93,9 +96,21 @@ class DueIndex {
   void Add(IndexEntry entry) {
     Bucket& bucket = buckets_[BucketOf(entry.end >> slot_bits_)];
     bucket.min_end = std::min(bucket.min_end, entry.end);
-    bucket.entries.push_back(std::move(entry));
-    bucket.sorted = false;
+    if (!bucket.sorted) {
+      bucket.entries.push_back(std::move(entry));
+      return;
+    }
+    // Being taken from (a session that grew, a window of a later end in the slot): beside the
+    // sorted run, so that it is not sorted again for each such entry.
+    bucket.later.push_back(std::move(entry));
+    std::push_heap(bucket.later.begin(), bucket.later.end(), std::greater<>());
+    if (bucket.later.size() >= kFoldAt && bucket.later.size() * 4 >= bucket.entries.size()) {
+      Fold(bucket);
+    }
   }
+
+  // Entries a sort or merge has moved so far: the index's work beyond O(1) per entry.
+  int64_t sorted_entries() const { return sorted_entries_; }
 
   // The entry `n` places after the first, for a hint (a sweep prefetching the state of the
   // entries it will take): within the first entry's bucket once it is sorted, which is where a
@@ -105,7 +120,10 @@ class DueIndex {
     if (heap_.empty()) return nullptr;
     const Bucket& first = buckets_[heap_.front().bucket];
     if (!first.sorted || n >= first.entries.size()) return nullptr;
-    return &first.entries[first.entries.size() - 1 - n];
+    const IndexEntry* upcoming = &first.entries[first.entries.size() - 1 - n];
+    // Unless an entry added since the sort comes before it.
+    if (!first.later.empty() && !(*upcoming < first.later.front())) return nullptr;
+    return upcoming;
   }
 
   // Removes and returns the first entry, with any copies of it. REQUIRES: !empty().
@@ -114,18 +132,29 @@ class DueIndex {
     const uint32_t id = heap_.front().bucket;
     Bucket& bucket = buckets_[id];
     std::vector<IndexEntry>& entries = bucket.entries;
+    std::vector<IndexEntry>& later = bucket.later;
     if (!bucket.sorted) {
       std::sort(entries.begin(), entries.end(), std::greater<>());  // the first one last
+      sorted_entries_ += static_cast<int64_t>(entries.size());
       bucket.sorted = true;
     }
-    IndexEntry taken = std::move(entries.back());
-    entries.pop_back();
+    auto pop_later = [&] {
+      std::pop_heap(later.begin(), later.end(), std::greater<>());
+      IndexEntry first = std::move(later.back());
+      later.pop_back();
+      return first;
+    };
+    const bool from_later = !later.empty() && (entries.empty() || later.front() < entries.back());
+    IndexEntry taken = from_later ? pop_later() : std::move(entries.back());
+    if (!from_later) entries.pop_back();
     while (!entries.empty() && entries.back() == taken) entries.pop_back();
-    if (entries.empty()) {
+    while (!later.empty() && later.front() == taken) pop_later();
+    if (entries.empty() && later.empty()) {
       PopHeap();
       Release(id);
     } else {
-      bucket.min_end = entries.back().end;
+      bucket.min_end = std::min(entries.empty() ? INT64_MAX : entries.back().end,
+                                later.empty() ? INT64_MAX : later.front().end);
     }
     return taken;
   }
@@ -134,9 +163,32 @@ class DueIndex {
   struct Bucket {
     std::vector<IndexEntry> entries;  // of one slot; cleared, not freed, when the bucket is
     bool sorted = false;              // descending, the first entry last
-    int64_t min_end = INT64_MAX;      // the smallest end among the entries
+    // Entries added while sorted: a min-heap (std::greater), empty while not sorted.
+    std::vector<IndexEntry> later;
+    int64_t min_end = INT64_MAX;  // the smallest end among the entries
     int64_t slot = 0;
   };
+  static constexpr size_t kFoldAt = 64;  // the fewest entries of `later` worth a merge
+
+  // Merges a sorted bucket's `later` into its sorted run.
+  void Fold(Bucket& bucket) {
+    std::sort(bucket.later.begin(), bucket.later.end(), std::greater<>());
+    folded_.clear();
+    std::merge(std::make_move_iterator(bucket.entries.begin()),
+               std::make_move_iterator(bucket.entries.end()),
+               std::make_move_iterator(bucket.later.begin()),
+               std::make_move_iterator(bucket.later.end()), std::back_inserter(folded_),
+               std::greater<>());
+    sorted_entries_ += static_cast<int64_t>(folded_.size());
+    bucket.entries.swap(folded_);
+    bucket.later.clear();
+  }
+  // Makes a bucket one unsorted pile again (to merge it with another).
+  static void Unsort(Bucket& bucket) {
+    std::move(bucket.later.begin(), bucket.later.end(), std::back_inserter(bucket.entries));
+    bucket.later.clear();
+    bucket.sorted = false;
+  }
   struct HeapEntry {
     int64_t slot;
     uint32_t bucket;
@@ -180,6 +232,7 @@ class DueIndex {
   }
   void Release(uint32_t id) {
     buckets_[id].entries.clear();
+    buckets_[id].later.clear();
     buckets_[id].sorted = false;
     buckets_[id].min_end = INT64_MAX;
     free_.push_back(id);
@@ -198,15 +251,16 @@ class DueIndex {
     if (!shared) return;
     const HeapEntry first = PopHeap();
     Bucket& into = buckets_[first.bucket];
+    Unsort(into);
     while (!heap_.empty() && heap_.front().slot == first.slot) {
       const uint32_t same_slot = PopHeap().bucket;
       Bucket& more = buckets_[same_slot];
+      Unsort(more);
       std::move(more.entries.begin(), more.entries.end(), std::back_inserter(into.entries));
       into.min_end = std::min(into.min_end, more.min_end);
       Release(same_slot);
     }
     PushHeap(first);
-    into.sorted = false;
   }
   void PushHeap(HeapEntry e) {
     heap_.push_back(e);
@@ -224,8 +278,10 @@ class DueIndex {
     uint32_t bucket = kNoBucket;
   };
   int slot_bits_;
-  std::vector<HeapEntry> heap_;  // one per live bucket
-  std::vector<Bucket> buckets_;  // by id; free_ lists the emptied ones
+  int64_t sorted_entries_ = 0;
+  std::vector<IndexEntry> folded_;  // Fold's output, swapped with the run it replaces
+  std::vector<HeapEntry> heap_;     // one per live bucket
+  std::vector<Bucket> buckets_;     // by id; free_ lists the emptied ones
   std::vector<uint32_t> free_;
   std::array<SlotBucket, kLastSlots> last_slots_{};
   size_t next_last_ = 0;

@@ -109,5 +109,35 @@ TEST(DueIndex, HandsOutEachEndKeyByKeyWhileLaterEndsFill) {
   }
 }
 
+// Sessions and sliding windows add entries to the slot being taken from (a window a little
+// later than the close bound, a session put back with the end it grew to): they are handed out
+// in order, and the slot is not sorted again for each (an entry is moved by a sort or merge a
+// few times, not once per take).
+TEST(DueIndex, EntriesAddedToTheSlotBeingTakenFromNeitherReorderNorResortIt) {
+  const std::vector<std::string> keys = Keys();
+  DueIndex index(DueIndex::kSpreadSlotBits);
+  std::set<ModelEntry> model;
+  int64_t added = 0;
+  for (int64_t now = 0; now < 3000; ++now) {
+    for (int64_t j = 0; j < 5; ++j) {
+      const ModelEntry e{now + 1 + j * 97 % 300, keys[(now + j) % keys.size()], now};
+      index.Add({std::get<0>(e), std::get<1>(e), std::get<2>(e)});
+      model.insert(e);
+      ++added;
+    }
+    while (!index.empty() && index.first_end() <= now - 200) {
+      ASSERT_EQ(index.first_end(), std::get<0>(*model.begin()));
+      if (const IndexEntry* upcoming = index.Upcoming(3)) {
+        ASSERT_EQ(ModelEntry(upcoming->end, upcoming->key, upcoming->start),
+                  *std::next(model.begin(), 3));
+      }
+      const IndexEntry taken = index.TakeFirst();
+      ASSERT_EQ(ModelEntry(taken.end, taken.key, taken.start), *model.begin()) << "now " << now;
+      model.erase(model.begin());
+    }
+  }
+  EXPECT_LE(index.sorted_entries(), 8 * added);
+}
+
 }  // namespace
 }  // namespace weir::dataflow
