@@ -6,7 +6,8 @@
 // Every node prefetch of the state cache was compiled away that way, unnoticed, because a hint
 // that is gone changes no result. The empty volatile asm that takes the address is a side effect
 // the compiler must keep, and with it the prefetch. Costs nothing at run time: no instruction.
-// prefetch_codegen_test checks the compiled hints are there.
+// tests/codegen/prefetch_hints.sh (ctest Codegen.StatePrefetchHintsAreCompiled) checks that the
+// state cache's compiled hints are there.
 #pragma once
 
 namespace weir {

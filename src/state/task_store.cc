@@ -22,9 +22,10 @@ namespace weir::state {
 namespace {
 
 constexpr std::string_view kMetaFamily = "__meta";
-// Cache lines of a value's elements that the prefetch's last stage touches: 1 KiB, a hopping
-// window step's state of 5 windows (tumbling, 100k keys: 16 lines 1.07x of 8; hopping 1.05-1.1x;
-// 32 measured the same as 16).
+// Cache lines of a value's bytes or elements that the prefetch's last stage touches: 1 KiB, more
+// than a window step's packed state of a key (a hopping key's about 250 bytes). Measured when that
+// state was an array of Values: 16 lines 1.07x of 8 for tumbling, 1.05-1.1x for hopping; 32 the
+// same as 16.
 constexpr size_t kPrefetchValueLines = 16;
 
 rocksdb::Slice ToSlice(std::string_view s) { return {s.data(), s.size()}; }

@@ -64,10 +64,11 @@ class KeyValueStore {
   // A hint that the state key that is `message_key` alone (key_encoding.h: keyed steps store one
   // value per message key) will be read soon (stage 0, some records ahead: its cache slot), then
   // sooner (stage 1: its node), then next (stage 2: the key's bytes and the first cache lines of
-  // its value's array or object): a batch that announces its keys this way overlaps their cache
-  // misses. `tag` names the announcement (the record's address): the key's hash, computed at
-  // stage 0, is found again by tag at the later stages. A tag reused for another key before its
-  // stage 0 (the next batch's record in the same place) only points a hint at the wrong key.
+  // its value's string bytes or array or object elements): a batch that announces its keys this way
+  // overlaps their cache misses. `tag` names the announcement (the record's address): the key's
+  // hash, computed at stage 0, is found again by tag at the later stages. A tag reused for another
+  // key before its stage 0 (the next batch's record in the same place) only points a hint at the
+  // wrong key.
   void PrefetchMessageKey(std::string_view message_key, const void* tag, int stage);
   // The same for a state key as it is (a window step's sweep, which holds its due keys' state
   // keys).

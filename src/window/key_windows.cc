@@ -15,6 +15,13 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 
 Status BadState(const std::string& what) { return Status::Corruption("window state: " + what); }
 
+// A key's state written in another format version than this build's.
+Status OtherVersion(int64_t version) {
+  return BadState("format version " + std::to_string(version) + " (this build reads " +
+                  std::to_string(kWindowStateVersion) +
+                  "; state written by another version of weir cannot be resumed)");
+}
+
 // A sliding window's kept events: null, or [[ts, value], ...] with ts ascending.
 Status CheckKeptEvents(const Value& kept) {
   if (kept.is_null()) return Status::OK();
@@ -98,9 +105,7 @@ Result<KeyState> KeyState::Open(Value& state, const WindowStateLayout& layout) {
   if (state.is_array() && !state.as_array().empty()) {
     const Value::Array& parts = state.as_array();
     if (parts[0].is_int()) {  // the layout of version 1: a Value per field, the version first
-      return BadState("format version " + std::to_string(parts[0].as_int()) +
-                      " (this build reads " + std::to_string(kWindowStateVersion) +
-                      "; state written by another version of weir cannot be resumed)");
+      return OtherVersion(parts[0].as_int());
     }
     packed = &parts[0];
     if (parts.size() < layout.first_box()) return BadState("sliding windows without kept events");
@@ -114,9 +119,7 @@ Result<KeyState> KeyState::Open(Value& state, const WindowStateLayout& layout) {
   }
   const std::string_view bytes = packed->as_string();
   if (bytes[kVersionAt] != static_cast<char>(kWindowStateVersion)) {
-    return BadState("format version " + std::to_string(static_cast<uint8_t>(bytes[kVersionAt])) +
-                    " (this build reads " + std::to_string(kWindowStateVersion) +
-                    "; state written by another version of weir cannot be resumed)");
+    return OtherVersion(static_cast<uint8_t>(bytes[kVersionAt]));
   }
   if (bytes.size() < kHeaderBytes) return BadState("truncated header");
   if (static_cast<uint8_t>(bytes[kSerdeAt]) > static_cast<uint8_t>(KeySerde::kBytes)) {
@@ -205,7 +208,7 @@ size_t KeyState::BoxIndex(size_t slot_at) {
     }
     return n;
   };
-  if (box_cursor_.window > window) box_cursor_ = {0, layout_.first_box()};
+  if (box_cursor_.window > window) ResetBoxCursor();
   for (; box_cursor_.window < window; ++box_cursor_.window) {
     box_cursor_.first_box += boxed_in(box_cursor_.window, std::string_view::npos);
   }
@@ -278,8 +281,8 @@ void KeyState::StoreAccumulators(size_t i, std::span<Value> accumulators) {
         const size_t index = BoxIndex(at);
         Value::Array& parts = AsArray();
         parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(index), std::move(acc));
-        box_cursor_ = {0, layout_.first_box()};  // the boxes of later windows moved up
-        FindPacked();                            // the array may have moved the packed string
+        ResetBoxCursor();  // the boxes of later windows moved up
+        FindPacked();      // the array may have moved the packed string
         mutable_packed()[at] = kBoxedSlot;
         continue;
       }
@@ -302,7 +305,7 @@ size_t KeyState::LowerBound(int64_t start) const {
 }
 
 void KeyState::Insert(size_t i, int64_t start, int64_t end) {
-  box_cursor_ = {0, layout_.first_box()};
+  ResetBoxCursor();
   mutable_packed().insert(WindowAt(i), layout_.stride(), '\0');  // null slots, not fired
   set_span(i, start, end);
 }
@@ -316,7 +319,7 @@ void KeyState::Erase(size_t first, size_t count) {
     Value::Array& parts = state_->as_array();
     parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(from),
                 parts.begin() + static_cast<std::ptrdiff_t>(to));
-    box_cursor_ = {0, layout_.first_box()};
+    ResetBoxCursor();
   }
   mutable_packed().erase(WindowAt(first), count * layout_.stride());
 }

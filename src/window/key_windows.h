@@ -207,6 +207,7 @@ class KeyState {
   // first_box() + the boxed slots before it. Counts on from box_cursor_ when the slot is at or
   // after its window, so visiting an event's windows in order costs one pass, not one per window.
   size_t BoxIndex(size_t slot_at);
+  void ResetBoxCursor() { box_cursor_ = {0, layout_.first_box()}; }
   // The state as an array, [packed, (kept events,) boxes...], made so if it was a bare string.
   Value::Array& AsArray();
 
