@@ -298,7 +298,7 @@ void BuildPipeline(Application& app, const StreamCase& c, const weir::testing::T
       // One task (one source partition): called on its thread alone, before Run() returns.
       w.OnLate([on_late](const LateRecord& late) {
         const Value* id = late.record.value.Find("id");
-        on_late->push_back({late.record.key.bytes(), late.record.timestamp.value(), late.late_by_ms,
+        on_late->push_back({std::string(late.record.key.bytes()), late.record.timestamp.value(), late.late_by_ms,
                             id != nullptr && id->is_int() ? id->as_int() : -1});
       });
     }

@@ -231,7 +231,7 @@ int BenchPipeline(const BenchArgs& args) {
   dataflow::ClickstreamModel model(generator);
   for (int32_t p = 0; p < generator.partitions; ++p) {
     for (int64_t i = 0; i < model.EventsIn(PartitionId(p)); ++i) {
-      ++expected[model.EventAt(PartitionId(p), i).key.bytes()];
+      ++expected[std::string(model.EventAt(PartitionId(p), i).key.bytes())];
     }
   }
   std::map<std::string, int64_t> seen;

@@ -109,9 +109,10 @@ ModelOutputs ComputeModel(const GeneratorOptions& generator, int64_t idle_ms) {
       events.WriteEventAt(PartitionId(p), i, record);
       const int64_t t = record.timestamp.value();
       watermark = std::max(watermark, t);
-      auto [it, added] = ids.try_emplace(record.key.bytes(), static_cast<int32_t>(names.size()));
+      auto [it, added] =
+          ids.try_emplace(std::string(record.key.bytes()), static_cast<int32_t>(names.size()));
       if (added) {
-        names.push_back(record.key.bytes());
+        names.emplace_back(record.key.bytes());
         counts.push_back(0);
         timer_at.push_back(0);
       }

@@ -88,8 +88,13 @@ inline void PutBigEndian32(std::string& out, uint32_t v) {
                static_cast<char>(v)};
   out.append(b, 4);
 }
+inline void EncodeBigEndian64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (56 - 8 * i));
+}
 inline void PutBigEndian64(std::string& out, uint64_t v) {
-  for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
+  char b[8];
+  EncodeBigEndian64(b, v);
+  out.append(b, 8);
 }
 inline uint64_t DecodeBigEndian64(const char* p) {
   uint64_t v = 0;

@@ -29,10 +29,27 @@ Result<KeySerde> ParseKeySerde(std::string_view name) {
                                  "' (expected string, int, json or bytes)");
 }
 
+Key::Key(KeySerde serde, std::string_view bytes) { Assign(serde, bytes); }
+
+void Key::Assign(KeySerde serde, std::string_view bytes) {
+  serde_ = serde;
+  if (bytes.size() <= kInlineBytes) {
+    size_ = static_cast<uint8_t>(bytes.size());
+    if (!bytes.empty()) std::memcpy(storage_, bytes.data(), bytes.size());
+    return;
+  }
+  const HeapBytes h{new char[bytes.size()], bytes.size()};
+  std::memcpy(h.data, bytes.data(), bytes.size());
+  std::memcpy(storage_, &h, sizeof h);
+  size_ = kOnHeap;
+}
+
 Key Key::Int(int64_t v) {
-  std::string b;
-  coding::PutBigEndian64(b, static_cast<uint64_t>(v));
-  return Key(KeySerde::kInt, std::move(b));
+  Key key;
+  key.serde_ = KeySerde::kInt;
+  key.size_ = 8;
+  coding::EncodeBigEndian64(key.storage_, static_cast<uint64_t>(v));
+  return key;
 }
 
 Result<Key> Key::FromBytes(KeySerde serde, std::string_view bytes) {
@@ -43,7 +60,7 @@ Result<Key> Key::FromBytes(KeySerde serde, std::string_view bytes) {
   if (serde == KeySerde::kNull && !bytes.empty()) {
     return Status::InvalidArgument("null key with bytes");
   }
-  return Key(serde, std::string(bytes));
+  return Key(serde, bytes);
 }
 
 Result<Key> Key::FromField(const Value& field, KeySerde serde, std::string_view field_name) {
@@ -71,8 +88,8 @@ Result<Key> Key::FromField(const Value& field, KeySerde serde, std::string_view 
 }
 
 int64_t Key::AsInt() const {
-  WEIR_CHECK(serde_ == KeySerde::kInt && bytes_.size() == 8, "Key::AsInt on a non-int key");
-  return static_cast<int64_t>(coding::DecodeBigEndian64(bytes_.data()));
+  WEIR_CHECK(serde_ == KeySerde::kInt && size_ == 8, "Key::AsInt on a non-int key");
+  return static_cast<int64_t>(coding::DecodeBigEndian64(storage_));
 }
 
 void Key::AppendJson(std::string& out) const {
@@ -84,11 +101,11 @@ void Key::AppendJson(std::string& out) const {
       out.append(std::to_string(AsInt()));
       return;
     case KeySerde::kJson:
-      out.append(bytes_);
+      out.append(bytes());
       return;
     case KeySerde::kString:
     case KeySerde::kBytes:
-      AppendJsonString(out, bytes_);
+      AppendJsonString(out, bytes());
       return;
   }
 }
@@ -100,12 +117,12 @@ Value Key::ToValue() const {
     case KeySerde::kInt:
       return Value(AsInt());
     case KeySerde::kJson: {
-      auto parsed = Value::Parse(bytes_);
-      return parsed.ok() ? std::move(parsed).value() : Value(bytes_);
+      auto parsed = Value::Parse(bytes());
+      return parsed.ok() ? std::move(parsed).value() : Value(bytes());
     }
     case KeySerde::kString:
     case KeySerde::kBytes:
-      return Value(bytes_);
+      return Value(bytes());
   }
   return Value();
 }

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace weir {
 namespace {
 
@@ -36,6 +39,48 @@ TEST(Key, RendersAsJsonBySerde) {
 TEST(Key, FromBytesRefusesMalformedIntKeys) {
   EXPECT_FALSE(Key::FromBytes(KeySerde::kInt, "abc").ok());
   EXPECT_EQ(Key::FromBytes(KeySerde::kInt, Key::Int(5).bytes())->AsInt(), 5);
+}
+
+// Keys of up to 30 bytes are kept inline and longer ones on the heap: every length on either
+// side of the boundary keeps its bytes through copies, moves and assignments between the forms.
+TEST(Key, KeepsItsBytesThroughCopiesAndMovesInlineOrOnTheHeap) {
+  std::vector<std::string> texts;
+  for (size_t n : {0, 1, 15, 16, 29, 30, 31, 32, 100, 5000}) {
+    std::string t(n, 'a');
+    for (size_t i = 0; i < n; ++i) t[i] = static_cast<char>('a' + i * 7 % 26);
+    texts.push_back(t);
+  }
+  for (const std::string& a : texts) {
+    for (const std::string& b : texts) {
+      Key x = Key::String(a);
+      Key y = Key::Bytes(b);
+      EXPECT_EQ(x.bytes(), a);
+      Key copy = x;
+      EXPECT_EQ(copy, x);
+      EXPECT_EQ(copy.bytes(), a);
+      y = copy;  // copy-assign over a key of the other length
+      EXPECT_EQ(y.serde(), KeySerde::kString);
+      EXPECT_EQ(y.bytes(), a);
+      Key moved = std::move(copy);
+      EXPECT_EQ(moved.bytes(), a);
+      EXPECT_TRUE(copy.is_null());  // NOLINT(bugprone-use-after-move): moved-from is null
+      EXPECT_EQ(copy.bytes(), "");
+      Key target = Key::Bytes(b);
+      target = std::move(moved);
+      EXPECT_EQ(target.bytes(), a);
+      EXPECT_FALSE(target == Key::Bytes(a));  // the serde differs
+      EXPECT_TRUE(target == Key::String(a));
+      const Key& same = target;
+      target = same;  // self-assignment keeps the key
+      EXPECT_EQ(target.bytes(), a);
+      EXPECT_EQ(Key::FromBytes(KeySerde::kBytes, b)->bytes(), b);
+    }
+  }
+  std::vector<Key> grown;  // moved as the vector grows
+  for (int i = 0; i < 100; ++i)
+    grown.push_back(Key::String(texts[static_cast<size_t>(i) % texts.size()]));
+  for (int i = 0; i < 100; ++i)
+    EXPECT_EQ(grown[static_cast<size_t>(i)].bytes(), texts[static_cast<size_t>(i) % texts.size()]);
 }
 
 TEST(Key, ParseKeySerdeNamesTheChoices) {

@@ -55,7 +55,7 @@ TEST(Clickstream, UsersHaveSessionsSeparatedByQuietSpells) {
   std::map<std::string, std::vector<int64_t>> times;
   for (int64_t i = 0; i < 40000; ++i) {
     Record r = m.EventAt(PartitionId(0), i);
-    times[r.key.bytes()].push_back(r.timestamp.value());
+    times[std::string(r.key.bytes())].push_back(r.timestamp.value());
   }
   // Users must be seen, go quiet for over ten minutes, and come back.
   int users_with_gaps = 0;
@@ -77,7 +77,7 @@ TEST(Clickstream, UniformAccessReachesEveryUser) {
   ClickstreamModel m(o);
   std::set<std::string> users;
   for (int32_t p = 0; p < 3; ++p) {
-    for (int64_t i = 0; i < 6000; ++i) users.insert(m.EventAt(PartitionId(p), i).key.bytes());
+    for (int64_t i = 0; i < 6000; ++i) users.emplace(m.EventAt(PartitionId(p), i).key.bytes());
   }
   EXPECT_EQ(users.size(), 500u);
 }

@@ -141,7 +141,7 @@ class RandomPolicy : public ProcessFunction {
   }
 
   uint64_t Fingerprint(const ProcessActivation& a) const {
-    std::string text = std::to_string(seed_) + '|' + a.key.bytes() + '|' + std::to_string(a.time) +
+    std::string text = std::to_string(seed_) + '|' + std::string(a.key.bytes()) + '|' + std::to_string(a.time) +
                        '|' + std::to_string(a.watermark) + '|' +
                        (a.is_timer() ? "timer " + std::string(a.timer) : a.input->ToJson()) + '|' +
                        a.state->ToJson();
@@ -214,7 +214,7 @@ class ProcessModel {
 
   void Activate(const Key& key, int64_t time, const Value* input, const std::string& timer,
                 const std::string& raw) {
-    KeyHeld& held = keys_[key.bytes()];
+    KeyHeld& held = keys_[std::string(key.bytes())];
     Value state = Value::MakeObject({});
     for (const auto& [name, value] : held.state) state.as_object().emplace_back(name, value);
     ProcessActivation a{.id = 0,
@@ -252,12 +252,12 @@ class ProcessModel {
     }
     for (const ProcessTimerChange& change : result.timers) {
       if (auto old = held.timers.find(change.name); old != held.timers.end()) {
-        pending_.erase({old->second, key.bytes(), change.name});
+        pending_.erase({old->second, std::string(key.bytes()), change.name});
         held.timers.erase(old);
       }
       if (change.at && watermark_ != kEndOfInput) {
         held.timers[change.name] = *change.at;
-        pending_.insert({*change.at, key.bytes(), change.name});
+        pending_.insert({*change.at, std::string(key.bytes()), change.name});
       }
     }
   }

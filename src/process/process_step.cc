@@ -185,7 +185,7 @@ class ProcessOperator : public dataflow::Operator {
     timer_index_.Put(IndexKey(at, key.bytes(), name), Value(static_cast<int64_t>(key.serde())));
     store_.Put(KeyOf(key.bytes(), 't', name), Value(at));
     if (at > loaded_until_) return;
-    earliest_.insert({at, key.bytes(), std::string(name), key.serde()});
+    earliest_.insert({at, std::string(key.bytes()), std::string(name), key.serde()});
     while (earliest_.size() > kMaxTimersLoaded) {
       // Forget the latest time loaded: what is left is still every timer up to the one before.
       const int64_t latest = std::prev(earliest_.end())->at;
@@ -198,7 +198,7 @@ class ProcessOperator : public dataflow::Operator {
   void DeleteTimer(const Key& key, std::string_view name, int64_t at) {
     timer_index_.Delete(IndexKey(at, key.bytes(), name));
     store_.Delete(KeyOf(key.bytes(), 't', name));
-    if (at <= loaded_until_) earliest_.erase({at, key.bytes(), std::string(name), key.serde()});
+    if (at <= loaded_until_) earliest_.erase({at, std::string(key.bytes()), std::string(name), key.serde()});
   }
 
   // Works through the queue; with `flush`, calls the handler with what is left too, so that

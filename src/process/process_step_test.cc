@@ -234,13 +234,13 @@ TEST(ProcessStep, ATimerCallbackLimitSplitsRoundsWithoutChangingTheOutputs) {
 class PingOnce : public ProcessFunction {
  public:
   void OnInput(const ProcessActivation& a, ProcessResult& result) override {
-    result.Emit(Value("input " + a.key.bytes() + " at " + std::to_string(a.time)), a.time);
+    result.Emit(Value("input " + std::string(a.key.bytes()) + " at " + std::to_string(a.time)), a.time);
     if (a.State("pinged") != nullptr) return;
     result.Set("pinged", Value(true));
     result.SetTimer("ping", a.time + 5);
   }
   void OnTimer(const ProcessActivation& a, ProcessResult& result) override {
-    result.Emit(Value("ping " + a.key.bytes() + " at " + std::to_string(a.time)), a.time);
+    result.Emit(Value("ping " + std::string(a.key.bytes()) + " at " + std::to_string(a.time)), a.time);
   }
 };
 
