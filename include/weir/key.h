@@ -11,10 +11,10 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <string_view>
 
+#include "weir/inline_bytes.h"
 #include "weir/status.h"
 #include "weir/value.h"
 
@@ -40,31 +40,10 @@ class Key {
   // type found otherwise.
   static Result<Key> FromField(const Value& field, KeySerde serde, std::string_view field_name);
 
-  Key(const Key& other) { CopyFrom(other); }
-  Key(Key&& other) noexcept { TakeFrom(other); }
-  Key& operator=(const Key& other) {
-    if (this != &other) {
-      Free();
-      CopyFrom(other);
-    }
-    return *this;
-  }
-  Key& operator=(Key&& other) noexcept {
-    if (this != &other) {
-      Free();
-      TakeFrom(other);
-    }
-    return *this;
-  }
-  ~Key() { Free(); }
-
   KeySerde serde() const { return serde_; }
   bool is_null() const { return serde_ == KeySerde::kNull; }
-  // Valid while the key lives and is not assigned to.
-  std::string_view bytes() const {
-    return on_heap() ? std::string_view(heap().data, heap().size)
-                     : std::string_view(storage_, size_);
-  }
+  // Valid while the key lives and is not assigned to or moved from.
+  std::string_view bytes() const { return bytes_.view(); }
   // REQUIRES: serde() == kInt.
   int64_t AsInt() const;
   // The key as a JSON value for outputs: string, integer, the JSON itself, a string of the raw
@@ -72,50 +51,15 @@ class Key {
   void AppendJson(std::string& out) const;
   Value ToValue() const;
 
-  friend bool operator==(const Key& a, const Key& b) {
-    return a.serde_ == b.serde_ && a.bytes() == b.bytes();
-  }
+  friend bool operator==(const Key&, const Key&) = default;
 
  private:
-  // Keys of up to kInlineBytes bytes (every int key, most string keys) are kept in the key
-  // itself, so that copying or moving one is a fixed 32-byte copy: records carry their key
-  // through every step, and a std::string's copy of a short key was a call to memcpy each time.
-  // Longer keys are kept on the heap, the pointer and size in the first 16 bytes of storage_.
-  static constexpr size_t kInlineBytes = 30;
-  static constexpr uint8_t kOnHeap = 0xff;
-  struct HeapBytes {
-    char* data;
-    size_t size;
-  };
+  Key(KeySerde serde, std::string_view bytes) : serde_(serde), bytes_(bytes) {}
 
-  Key(KeySerde serde, std::string_view bytes);
-  bool on_heap() const { return size_ == kOnHeap; }
-  HeapBytes heap() const {
-    HeapBytes h;
-    std::memcpy(&h, storage_, sizeof h);
-    return h;
-  }
-  void Assign(KeySerde serde, std::string_view bytes);
-  void CopyFrom(const Key& other) {
-    if (other.on_heap()) {
-      Assign(other.serde_, other.bytes());
-    } else {
-      std::memcpy(static_cast<void*>(this), &other, sizeof(Key));
-    }
-  }
-  void TakeFrom(Key& other) {
-    std::memcpy(static_cast<void*>(this), &other, sizeof(Key));
-    other.size_ = 0;
-    other.serde_ = KeySerde::kNull;
-  }
-  void Free() {
-    if (on_heap()) delete[] heap().data;
-  }
-
-  alignas(8) char storage_[kInlineBytes];
-  uint8_t size_ = 0;  // the inline bytes' count, or kOnHeap
+  // Kept inline up to 31 bytes (every int key, most string keys): a record's key is copied and
+  // moved with it from step to step.
   KeySerde serde_ = KeySerde::kNull;
+  internal::InlineBytes bytes_;
 };
-static_assert(sizeof(Key) == 32);
 
 }  // namespace weir

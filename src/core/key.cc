@@ -29,27 +29,10 @@ Result<KeySerde> ParseKeySerde(std::string_view name) {
                                  "' (expected string, int, json or bytes)");
 }
 
-Key::Key(KeySerde serde, std::string_view bytes) { Assign(serde, bytes); }
-
-void Key::Assign(KeySerde serde, std::string_view bytes) {
-  serde_ = serde;
-  if (bytes.size() <= kInlineBytes) {
-    size_ = static_cast<uint8_t>(bytes.size());
-    if (!bytes.empty()) std::memcpy(storage_, bytes.data(), bytes.size());
-    return;
-  }
-  const HeapBytes h{new char[bytes.size()], bytes.size()};
-  std::memcpy(h.data, bytes.data(), bytes.size());
-  std::memcpy(storage_, &h, sizeof h);
-  size_ = kOnHeap;
-}
-
 Key Key::Int(int64_t v) {
-  Key key;
-  key.serde_ = KeySerde::kInt;
-  key.size_ = 8;
-  coding::EncodeBigEndian64(key.storage_, static_cast<uint64_t>(v));
-  return key;
+  char bytes[8];
+  coding::EncodeBigEndian64(bytes, static_cast<uint64_t>(v));
+  return Key(KeySerde::kInt, std::string_view(bytes, 8));
 }
 
 Result<Key> Key::FromBytes(KeySerde serde, std::string_view bytes) {
@@ -88,8 +71,8 @@ Result<Key> Key::FromField(const Value& field, KeySerde serde, std::string_view 
 }
 
 int64_t Key::AsInt() const {
-  WEIR_CHECK(serde_ == KeySerde::kInt && size_ == 8, "Key::AsInt on a non-int key");
-  return static_cast<int64_t>(coding::DecodeBigEndian64(storage_));
+  WEIR_CHECK(serde_ == KeySerde::kInt && bytes_.size() == 8, "Key::AsInt on a non-int key");
+  return static_cast<int64_t>(coding::DecodeBigEndian64(bytes().data()));
 }
 
 void Key::AppendJson(std::string& out) const {

@@ -28,6 +28,8 @@
 #include <utility>
 #include <vector>
 
+#include "weir/inline_bytes.h"
+
 namespace weir::dataflow {
 
 // A window's entry, ordered by (end, key, start). The key's first 16 bytes are kept beside it
@@ -36,15 +38,17 @@ namespace weir::dataflow {
 // the key's bytes are compared only when those are equal (compared as strings, they were 5-6% of
 // Nexmark q5).
 struct IndexEntry {
-  IndexEntry(int64_t end_time, std::string state_key, int64_t start_time)
+  IndexEntry(int64_t end_time, std::string_view state_key, int64_t start_time)
       : end(end_time),
         head{HeadWord(state_key, 0), HeadWord(state_key, 8)},
         start(start_time),
-        key(std::move(state_key)) {}
+        key(state_key) {}
   int64_t end;
   std::array<uint64_t, 2> head;
   int64_t start;
-  std::string key;  // the encoded message key (its state key)
+  // The encoded message key (its state key); inline up to 31 bytes, so that an entry is 64
+  // bytes that the bucket's sort moves with fixed-size copies.
+  internal::InlineBytes key;
 
   friend bool operator==(const IndexEntry& a, const IndexEntry& b) {
     return a.end == b.end && a.head == b.head && a.start == b.start && a.key == b.key;
@@ -52,7 +56,7 @@ struct IndexEntry {
   friend std::strong_ordering operator<=>(const IndexEntry& a, const IndexEntry& b) {
     if (auto c = a.end <=> b.end; c != 0) return c;
     if (auto c = a.head <=> b.head; c != 0) return c;
-    if (auto c = a.key.compare(b.key) <=> 0; c != 0) return c;
+    if (auto c = a.key <=> b.key; c != 0) return c;
     return a.start <=> b.start;
   }
 

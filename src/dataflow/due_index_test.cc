@@ -17,7 +17,8 @@ namespace {
 using ModelEntry = std::tuple<int64_t, std::string, int64_t>;  // end, key, start
 
 // Keys whose order the 16-byte heads alone cannot tell: equal heads and different tails,
-// lengths that differ only by trailing zero bytes, bytes above 0x7f (ordered unsigned).
+// lengths that differ only by trailing zero bytes, bytes above 0x7f (ordered unsigned); keys
+// kept inline in the entry (up to 31 bytes) and on the heap, with the same first 31 bytes.
 std::vector<std::string> Keys() {
   const std::string head(16, 'h');
   return {"",
@@ -32,7 +33,11 @@ std::vector<std::string> Keys() {
           head + "b",
           head + std::string("\0", 1),
           head + "\x90 tail",
-          std::string(15, 'h') + "\x01"};
+          std::string(15, 'h') + "\x01",
+          std::string(31, 'k'),
+          std::string(31, 'k') + "a",
+          std::string(31, 'k') + std::string("\0", 1),
+          std::string(40, 'k')};
 }
 
 // The index against a set of (end, key, start): adds and takes interleaved at random, with
@@ -60,13 +65,14 @@ TEST(DueIndex, TakesEntriesInTheOrderOfASetOfThem) {
       ASSERT_FALSE(index.empty());
       ASSERT_EQ(index.first_end(), std::get<0>(*model.begin())) << "seed " << seed;
       const IndexEntry taken = index.TakeFirst();
-      ASSERT_EQ(ModelEntry(taken.end, taken.key, taken.start), *model.begin())
+      ASSERT_EQ(ModelEntry(taken.end, std::string(taken.key.view()), taken.start), *model.begin())
           << "seed " << seed << " step " << step;
       model.erase(model.begin());
     }
     while (!model.empty()) {
       const IndexEntry taken = index.TakeFirst();
-      ASSERT_EQ(ModelEntry(taken.end, taken.key, taken.start), *model.begin()) << "seed " << seed;
+      ASSERT_EQ(ModelEntry(taken.end, std::string(taken.key.view()), taken.start), *model.begin())
+          << "seed " << seed;
       model.erase(model.begin());
     }
     EXPECT_TRUE(index.empty());
@@ -94,17 +100,19 @@ TEST(DueIndex, HandsOutEachEndKeyByKeyWhileLaterEndsFill) {
           const IndexEntry* upcoming = index.Upcoming(n);
           if (upcoming == nullptr) continue;
           ASSERT_LT(n, model.size());
-          ASSERT_EQ(ModelEntry(upcoming->end, upcoming->key, upcoming->start),
+          ASSERT_EQ(ModelEntry(upcoming->end, std::string(upcoming->key.view()), upcoming->start),
                     *std::next(model.begin(), static_cast<std::ptrdiff_t>(n)));
           ++upcoming_seen;
         }
         const IndexEntry taken = index.TakeFirst();
-        ASSERT_EQ(ModelEntry(taken.end, taken.key, taken.start), *model.begin());
+        ASSERT_EQ(ModelEntry(taken.end, std::string(taken.key.view()), taken.start),
+                  *model.begin());
         model.erase(model.begin());
         ++taken_count;
       }
     }
-    EXPECT_EQ(taken_count + static_cast<int64_t>(model.size()), 50 * 13 * 5);
+    EXPECT_EQ(taken_count + static_cast<int64_t>(model.size()),
+              50 * static_cast<int64_t>(Keys().size()) * 5);
     EXPECT_GT(upcoming_seen, taken_count);  // announced within a sorted end, not only after it
   }
 }
@@ -128,11 +136,12 @@ TEST(DueIndex, EntriesAddedToTheSlotBeingTakenFromNeitherReorderNorResortIt) {
     while (!index.empty() && index.first_end() <= now - 200) {
       ASSERT_EQ(index.first_end(), std::get<0>(*model.begin()));
       if (const IndexEntry* upcoming = index.Upcoming(3)) {
-        ASSERT_EQ(ModelEntry(upcoming->end, upcoming->key, upcoming->start),
+        ASSERT_EQ(ModelEntry(upcoming->end, std::string(upcoming->key.view()), upcoming->start),
                   *std::next(model.begin(), 3));
       }
       const IndexEntry taken = index.TakeFirst();
-      ASSERT_EQ(ModelEntry(taken.end, taken.key, taken.start), *model.begin()) << "now " << now;
+      ASSERT_EQ(ModelEntry(taken.end, std::string(taken.key.view()), taken.start), *model.begin())
+          << "now " << now;
       model.erase(model.begin());
     }
   }

@@ -69,7 +69,7 @@ class WindowOperator : public Operator {
         return false;
       }
       for (size_t i = 0; i < ks->windows(); ++i) {
-        index_.Add({ks->end(i), std::string(key), ks->start(i)});
+        index_.Add({ks->end(i), key, ks->start(i)});
       }
       return true;
     }));
@@ -190,17 +190,17 @@ class WindowOperator : public Operator {
       // The keys this sweep takes next, announced as a batch's records are (Task::ProcessInputs).
       for (int stage = 0; stage < kPrefetchStages; ++stage) {
         if (const IndexEntry* upcoming = index_.Upcoming(kPrefetchAhead[stage])) {
-          store_.PrefetchKey(upcoming->key, upcoming, stage);
+          store_.PrefetchKey(upcoming->key.view(), upcoming, stage);
         }
       }
       IndexEntry due = index_.TakeFirst();
       ctx_.CountExpiryVisits(1);
       // One lookup: Mutate, then Delete when the key turns out to have no windows left (Mutate
       // gave a null value, which must not be written at the checkpoint).
-      auto state = store_.Mutate(due.key);
+      auto state = store_.Mutate(due.key.view());
       if (!state.ok()) return Fail(state.status());
       if ((*state)->is_null()) {
-        store_.Delete(due.key);
+        store_.Delete(due.key.view());
         continue;
       }
       Result<KeyState> opened = windows_.View(**state);
@@ -209,16 +209,16 @@ class WindowOperator : public Operator {
       size_t i = key.LowerBound(due.start);
       if (i == key.windows() || key.start(i) != due.start) continue;  // gone
       if (!partition_bounds_.Closes(key.end(i))) {
-        index_.Add({key.end(i), std::move(due.key), due.start});  // grew: not due yet
+        index_.Add({key.end(i), due.key.view(), due.start});  // grew: not due yet
         continue;
       }
       closed_.clear();
       windows_.Expire(key, partition_bounds_, closed_);
-      auto message_key = MessageKey(due.key, key.serde());
+      auto message_key = MessageKey(due.key.view(), key.serde());
       if (!message_key.ok()) return Fail(message_key.status());
       ctx_.CountExpiryVisits(static_cast<int64_t>(closed_.size()));
       for (WindowValue& w : closed_) EmitClosed(*message_key, w);
-      if (key.empty()) store_.Delete(due.key);
+      if (key.empty()) store_.Delete(due.key.view());
     }
   }
 
