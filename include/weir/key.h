@@ -42,7 +42,8 @@ class Key {
 
   KeySerde serde() const { return serde_; }
   bool is_null() const { return serde_ == KeySerde::kNull; }
-  // Valid while the key lives and is not assigned to or moved from.
+  // Valid while the key lives and is not assigned to or moved from. A moved-from key keeps its
+  // serde and has no bytes.
   std::string_view bytes() const { return bytes_.view(); }
   // REQUIRES: serde() == kInt.
   int64_t AsInt() const;

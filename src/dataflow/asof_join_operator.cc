@@ -24,7 +24,7 @@ class AsOfJoinOperator final : public KeyedTimeJoin {
  private:
   void Add(int input, Record& event, JoinKeyState& state) override {
     InsertInTimeOrder(state.side(input),
-                      Value::MakeArray({event.timestamp.value(), std::move(event.value)}));
+                      Value::MakeArray({event.timestamp.value(), event.value}));
   }
 
   void Expire(const Key& key, int64_t horizon, JoinKeyState& state) override {

@@ -40,8 +40,7 @@ class IntervalJoinOperator final : public KeyedTimeJoin {
         Emit(event.key, std::max(t, EntryTime(*r)), event.value, EntryValue(*r));
         matched = true;
       }
-      InsertInTimeOrder(state.side(kLeftInput),
-                        Value::MakeArray({t, std::move(event.value), matched}));
+      InsertInTimeOrder(state.side(kLeftInput), Value::MakeArray({t, event.value, matched}));
       return;
     }
     JoinSide& lefts = state.side(kLeftInput);
@@ -50,7 +49,7 @@ class IntervalJoinOperator final : public KeyedTimeJoin {
       Emit(event.key, std::max(t, EntryTime(*l)), EntryValue(*l), event.value);
       l->as_array()[kMatched] = Value(true);
     }
-    InsertInTimeOrder(state.side(kRightInput), Value::MakeArray({t, std::move(event.value)}));
+    InsertInTimeOrder(state.side(kRightInput), Value::MakeArray({t, event.value}));
   }
 
   void Expire(const Key& key, int64_t horizon, JoinKeyState& state) override {

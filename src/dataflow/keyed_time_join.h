@@ -80,8 +80,7 @@ class KeyedTimeJoin : public MultiInputOperator {
   KeyedTimeJoin(const StepContext& context, std::chrono::milliseconds grace,
                 std::string_view late_topic);
 
-  // An event of `input` that is not late, with its key's state (created empty if new). The
-  // event's value may be moved into the state (the event is not used after).
+  // An event of `input` that is not late, with its key's state (created empty if new).
   virtual void Add(int input, Record& event, JoinKeyState& state) = 0;
   // The horizon has reached DueAt(state): drop and emit what it makes final.
   virtual void Expire(const Key& key, int64_t horizon, JoinKeyState& state) = 0;

@@ -209,7 +209,8 @@ class WindowOperator : public Operator {
       size_t i = key.LowerBound(due.start);
       if (i == key.windows() || key.start(i) != due.start) continue;  // gone
       if (!partition_bounds_.Closes(key.end(i))) {
-        index_.Add({key.end(i), due.key.view(), due.start});  // grew: not due yet
+        due.end = key.end(i);  // grew: not due yet
+        index_.Add(std::move(due));
         continue;
       }
       closed_.clear();
