@@ -7,12 +7,11 @@
 // the first 16 bytes; copying one of those allocates.
 //
 // Contract: view() is valid while the object lives and is not assigned to or moved from. A
-// moved-from InlineBytes is empty. Bytes compare as std::string_view does. A copy assignment
-// that throws (std::bad_alloc) leaves the target as it was.
+// moved-from InlineBytes is empty. Two are equal when their bytes are. A copy assignment that
+// throws (std::bad_alloc) leaves the target as it was.
 // Thread safety: a value type.
 #pragma once
 
-#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -54,13 +53,9 @@ class InlineBytes {
     return {h.data, h.size};
   }
   size_t size() const { return on_heap() ? heap().size : size_byte(); }
-  bool empty() const { return size_byte() == 0; }
 
   friend bool operator==(const InlineBytes& a, const InlineBytes& b) {
     return a.view() == b.view();
-  }
-  friend std::strong_ordering operator<=>(const InlineBytes& a, const InlineBytes& b) {
-    return a.view().compare(b.view()) <=> 0;
   }
 
  private:
