@@ -77,6 +77,39 @@ TEST(IntervalJoin, OutputValueHoldsBothEventsAndTheKey) {
           R"({"key":"u","timestamp":101,"value":{"left":{"key":"u","ts":100,"id":1,"price":7},"right":{"key":"u","ts":101,"id":2,"qty":3}}})"}));
 }
 
+TEST(IntervalJoin, EachPairHoldsItsOwnEventsWhateverTheStepsAfterDidWithTheLastOne) {
+  // The join builds each pair where it built the last one. One left matches rights of other
+  // shapes in turn (more fields, a long string, fewer fields), and the step after
+  // the join swaps parts of each pair out and back (a select): every output holds its own events.
+  TempDir dir;
+  WriteLines(dir / "left.jsonl",
+             {R"({"key":"u","ts":100,"id":1,"tags":["a","b"]})", R"({"key":"u","ts":102,"id":2})"});
+  const std::string long_note(100, 'n');
+  WriteLines(dir / "right.jsonl", {R"({"key":"u","ts":101,"id":11,"qty":3,"extra":{"x":1}})",
+                                   R"({"key":"u","ts":103,"id":12,"note":")" + long_note + R"("})",
+                                   R"({"key":"u","ts":104,"id":13})"});
+  Application app(JoinAppOptions(dir));
+  auto from = [&](const std::string& file) {
+    return app.FromFile({.path = dir / file, .key = {"key"}, .timestamp_field = "ts"});
+  };
+  Interval(0, 5)(from("left.jsonl"), from("right.jsonl"))
+      .Select({"left.id", "right"})
+      .ToFile(dir / "out.jsonl");
+  ASSERT_TRUE(app.Run().ok());
+  const std::string note = R"("note":")" + long_note + R"(")";
+  EXPECT_EQ(
+      Sorted(ReadLines(dir / "out.jsonl")),
+      Sorted({
+          R"({"key":"u","timestamp":101,"value":{"left.id":1,"right":{"key":"u","ts":101,"id":11,"qty":3,"extra":{"x":1}}}})",
+          R"({"key":"u","timestamp":103,"value":{"left.id":1,"right":{"key":"u","ts":103,"id":12,)" +
+              note + "}}}",
+          R"({"key":"u","timestamp":104,"value":{"left.id":1,"right":{"key":"u","ts":104,"id":13}}})",
+          R"({"key":"u","timestamp":103,"value":{"left.id":2,"right":{"key":"u","ts":103,"id":12,)" +
+              note + "}}}",
+          R"({"key":"u","timestamp":104,"value":{"left.id":2,"right":{"key":"u","ts":104,"id":13}}})",
+      }));
+}
+
 TEST(IntervalJoin, LeftOuterEmitsAnUnmatchedLeftWhenItExpires) {
   // Left 1 at 100 can match rights up to 110; once the watermark passes 110 + grace 5 it is
   // emitted with a null right, before the pair that the later events make.

@@ -104,7 +104,18 @@ void KeyedTimeJoin::OnWatermark(Watermark watermark) {
 }
 
 void KeyedTimeJoin::Emit(const Key& key, int64_t time, const Value& left, const Value& right) {
-  Forward(Record{key, Value::MakeObject({{"left", left}, {"right", right}}), EventTime(time), {}});
+  Value& pair = emitted_.value;
+  if (!pair.is_object() || pair.as_object().size() != 2 || pair.as_object()[0].first != "left" ||
+      pair.as_object()[1].first != "right") {
+    pair = Value::MakeObject({{"left", Value()}, {"right", Value()}});
+  }
+  Value::Object& sides = pair.as_object();
+  sides[0].second = left;
+  sides[1].second = right;
+  emitted_.key = key;
+  emitted_.timestamp = EventTime(time);
+  emitted_.headers.clear();
+  Forward(std::move(emitted_));
 }
 
 Result<Value*> KeyedTimeJoin::StateOf(std::string_view state_key) {

@@ -89,7 +89,10 @@ class KeyedTimeJoin : public MultiInputOperator {
   // The smallest horizon at which Expire has something to do for this state; nullopt: none.
   virtual std::optional<int64_t> DueAt(const JoinKeyState& state) const = 0;
 
-  // Forwards {"left": left, "right": right} under `key` at `time`.
+  // Forwards {"left": left, "right": right} under `key` at `time`. The pair is built in a record
+  // the step keeps (emitted_): the steps after a join mostly read it (a filter, a map), so the next
+  // match is copied into the objects, strings and arrays this one left there, without allocating.
+  // A step that took or changed the pair only costs the next match a fresh one.
   void Emit(const Key& key, int64_t time, const Value& left, const Value& right);
 
  private:
@@ -126,6 +129,7 @@ class KeyedTimeJoin : public MultiInputOperator {
   std::vector<Index::node_type> spare_nodes_;  // at most kMaxSpareNodes
   static constexpr size_t kMaxSpareNodes = 4096;
   std::string state_key_;
+  Record emitted_;  // Emit's output, kept for the memory of its value
 };
 
 // The late topic of a join: its option, or "<application>.late".
