@@ -19,30 +19,27 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <iterator>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "state/key_encoding.h"
 #include "weir/inline_bytes.h"
 
 namespace weir::dataflow {
 
-// A window's entry, ordered by (end, key, start). The key's first 16 bytes are kept beside it
-// as two big-endian words (zero-padded), which order as the bytes do: the entries of one end
+// A window's entry, ordered by (end, key, start). The key's head (its first 16 bytes as two
+// words, state::KeyHead) is kept beside it: the entries of one end
 // (every key's window, for tumbling and hopping windows) are told apart by integer compares, and
 // the key's bytes are compared only when those are equal (compared as strings, they were 5-6% of
 // Nexmark q5).
 struct IndexEntry {
   IndexEntry(int64_t end_time, std::string_view state_key, int64_t start_time)
-      : end(end_time),
-        head{HeadWord(state_key, 0), HeadWord(state_key, 8)},
-        start(start_time),
-        key(state_key) {}
+      : end(end_time), head(state_key), start(start_time), key(state_key) {}
   int64_t end;
-  std::array<uint64_t, 2> head;
+  state::KeyHead head;
   int64_t start;
   // The encoded message key (its state key); inline up to 31 bytes, so that an entry is 64
   // bytes that the bucket's sort moves with fixed-size copies.
@@ -55,24 +52,12 @@ struct IndexEntry {
   // strong_ordering chain it was 5% of the hopping bench's task threads).
   friend bool operator>(const IndexEntry& a, const IndexEntry& b) {
     if (a.end != b.end) return a.end > b.end;
-    if (a.head[0] != b.head[0]) return a.head[0] > b.head[0];
-    if (a.head[1] != b.head[1]) return a.head[1] > b.head[1];
+    if (a.head.words[0] != b.head.words[0]) return a.head.words[0] > b.head.words[0];
+    if (a.head.words[1] != b.head.words[1]) return a.head.words[1] > b.head.words[1];
     if (const int c = a.key.view().compare(b.key.view()); c != 0) return c > 0;
     return a.start > b.start;
   }
   friend bool operator<(const IndexEntry& a, const IndexEntry& b) { return b > a; }
-
- private:
-  // Bytes [from, from + 8) of `key` as a big-endian number, missing bytes as zeros.
-  static uint64_t HeadWord(std::string_view key, size_t from) {
-    unsigned char bytes[8] = {};
-    if (from < key.size()) {
-      std::memcpy(bytes, key.data() + from, std::min<size_t>(8, key.size() - from));
-    }
-    uint64_t word = 0;
-    for (unsigned char b : bytes) word = word << 8 | b;
-    return word;
-  }
 };
 
 // The open windows' entries, smallest (end, key, start) first, in buckets of one slot of ends

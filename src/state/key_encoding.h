@@ -10,7 +10,10 @@
 // is numeric order and a range scan over a window start or a fire time is a seek.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +34,32 @@ std::string MessageKeyPrefix(std::string_view message_key);
 std::optional<std::string_view> ReadMessageKey(std::string_view& in);
 std::optional<int64_t> ReadInt64Field(std::string_view& in);
 std::optional<std::string_view> ReadStringField(std::string_view& in);
+
+// The first 16 bytes of a key as two big-endian words, missing bytes as zeros. Keys whose heads
+// differ order as their heads do, so a sort of many keys (a checkpoint's dirty keys, a window
+// step's due entries) compares integers and reads the keys' bytes only on a tie: keys that share
+// their first 16 bytes, or that differ only by trailing zero bytes.
+struct KeyHead {
+  explicit KeyHead(std::string_view key) : words{Word(key, 0), Word(key, 8)} {}
+  std::array<uint64_t, 2> words;
+
+  friend bool operator==(const KeyHead&, const KeyHead&) = default;
+  friend bool operator<(const KeyHead& a, const KeyHead& b) {
+    return a.words[0] != b.words[0] ? a.words[0] < b.words[0] : a.words[1] < b.words[1];
+  }
+
+ private:
+  // Bytes [from, from + 8) of `key` as a big-endian number, missing bytes as zeros.
+  static uint64_t Word(std::string_view key, size_t from) {
+    unsigned char bytes[8] = {};
+    if (from < key.size()) {
+      std::memcpy(bytes, key.data() + from, std::min<size_t>(8, key.size() - from));
+    }
+    uint64_t word = 0;
+    for (unsigned char b : bytes) word = word << 8 | b;
+    return word;
+  }
+};
 
 // The smallest byte string greater than every string that starts with `prefix`; empty when none
 // exists (prefix is all 0xff): then the range is unbounded above.

@@ -179,6 +179,41 @@ TEST(KeyEncoding, TruncatedKeysAreRejectedNotOverread) {
   }
 }
 
+TEST(KeyEncoding, KeyHeadsOrderAsTheKeysDoWhereTheyDiffer) {
+  // Keys of 0-40 bytes over few byte values (0, 1, 0x7f, 0x80, 0xff), so that pairs often share
+  // their first 16 bytes or differ only by trailing zeros, and encoded message keys of ints.
+  std::mt19937_64 rng(14);
+  const char kBytes[] = {'\0', '\1', '\x7f', '\x80', '\xff'};
+  std::vector<std::string> keys = {"", std::string(1, '\0'), std::string(16, '\0'),
+                                   std::string(17, '\0')};
+  for (int i = 0; i < 400; ++i) {
+    std::string key(rng() % 41, '\0');
+    for (char& c : key) c = kBytes[rng() % 5];
+    keys.push_back(key);
+    key.clear();
+    AppendMessageKey(key, std::to_string(static_cast<int64_t>(rng() % 2000) - 1000));
+    keys.push_back(key);
+  }
+  int ties = 0;
+  for (const std::string& a : keys) {
+    for (const std::string& b : keys) {
+      const KeyHead ha(a), hb(b);
+      if (ha == hb) {
+        ++ties;
+        // A tie only where the first 16 bytes, zero-padded, are the same.
+        std::string pa = a.substr(0, 16), pb = b.substr(0, 16);
+        pa.resize(16, '\0');
+        pb.resize(16, '\0');
+        EXPECT_EQ(pa, pb);
+      } else {
+        EXPECT_EQ(ha < hb, a < b) << ::testing::PrintToString(a) << " "
+                                  << ::testing::PrintToString(b);
+      }
+    }
+  }
+  EXPECT_GT(ties, static_cast<int>(keys.size()));  // ties beyond a key with itself were tried
+}
+
 TEST(KeyEncoding, PrefixEndIsTheSmallestStringAboveThePrefixRange) {
   EXPECT_EQ(PrefixEnd("a"), "b");
   EXPECT_EQ(PrefixEnd("a\xff\xff"), "b");

@@ -14,6 +14,7 @@
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "core/names.h"
 #include "state/key_encoding.h"
@@ -358,9 +359,20 @@ Status KeyValueStore::WriteDirty(rocksdb::Transaction& txn, std::string& buffer)
   };
   // In key order: the memtable is a skiplist, and sorted inserts are several times cheaper than
   // random ones (the memtable's insert hint turns them into appends). The unindexed entries are
-  // sorted, then merged with the index.
-  std::sort(unindexed_.begin(), unindexed_.end(),
-            [](const CacheNode* a, const CacheNode* b) { return a->first < b->first; });
+  // sorted, then merged with the index. They are sorted by their keys' heads, read once, beside
+  // the nodes: compared through the nodes, each compare of the sort was two cache misses.
+  struct HeadAndNode {
+    KeyHead head;
+    CacheNode* node;
+  };
+  std::vector<HeadAndNode> by_key;
+  by_key.reserve(unindexed_.size());
+  for (CacheNode* node : unindexed_) by_key.push_back({KeyHead(node->first), node});
+  std::sort(by_key.begin(), by_key.end(), [](const HeadAndNode& a, const HeadAndNode& b) {
+    if (a.head != b.head) return a.head < b.head;
+    return a.node->first < b.node->first;
+  });
+  for (size_t i = 0; i < by_key.size(); ++i) unindexed_[i] = by_key[i].node;
   auto indexed = dirty_index_.begin();
   auto pending = unindexed_.begin();
   rocksdb::Status s;
