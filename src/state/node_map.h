@@ -13,13 +13,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "core/hash.h"
 #include "core/prefetch.h"
 #include "core/sanitizers.h"
 
@@ -53,7 +53,7 @@ class NodeMap {
   // soon: the slot first (PrefetchSlot), the node a little later (PrefetchNode, which reads the
   // slot, by then in cache), what the node points to last (PrefetchContents). Hints only:
   // nothing changes.
-  static uint64_t Hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+  static uint64_t Hash(std::string_view key) { return HashBytes(key); }
   void PrefetchSlot(uint64_t hash) const { PrefetchForRead(&slots_[hash & mask()]); }
   void PrefetchNode(uint64_t hash) const {
     if (const Node* node = slots_[hash & mask()].node) {
