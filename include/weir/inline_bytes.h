@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
-#include <utility>
 
 namespace weir::internal {
 
@@ -25,10 +24,10 @@ class InlineBytes {
   static constexpr size_t kCapacity = 31;
 
   InlineBytes() = default;
-  explicit InlineBytes(std::string_view bytes) { Assign(bytes); }
+  explicit InlineBytes(std::string_view bytes) { AssignNew(bytes); }
   InlineBytes(const InlineBytes& other) {
     if (other.on_heap()) {
-      Assign(other.view());
+      AssignNew(other.view());
     } else {
       std::memcpy(rep_, other.rep_, sizeof rep_);
     }
@@ -46,6 +45,17 @@ class InlineBytes {
     return *this;
   }
   ~InlineBytes() { Free(); }
+
+  // Replaces the bytes; in place (no allocation, no free) when the old and the new both fit
+  // inline. `bytes` may be a view of these bytes.
+  void Assign(std::string_view bytes) {
+    if (on_heap() || bytes.size() > kCapacity) {
+      *this = InlineBytes(bytes);  // copied before this is freed
+      return;
+    }
+    if (!bytes.empty()) std::memmove(rep_, bytes.data(), bytes.size());
+    set_size_byte(static_cast<uint8_t>(bytes.size()));
+  }
 
   std::string_view view() const {
     if (!on_heap()) return {rep_, size_byte()};
@@ -75,7 +85,7 @@ class InlineBytes {
     return h;
   }
   // REQUIRES: this owns no heap bytes (a new object).
-  void Assign(std::string_view bytes) {
+  void AssignNew(std::string_view bytes) {
     if (bytes.size() <= kCapacity) {
       if (!bytes.empty()) std::memcpy(rep_, bytes.data(), bytes.size());
       set_size_byte(static_cast<uint8_t>(bytes.size()));

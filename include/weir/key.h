@@ -39,6 +39,10 @@ class Key {
   // for kJson, a string (taken as bytes) for kBytes. kInvalidArgument naming the field and the
   // type found otherwise.
   static Result<Key> FromField(const Value& field, KeySerde serde, std::string_view field_name);
+  // FromBytes and FromField into this key, in place (no temporary key moved through a Result: a
+  // source and a group-by set every record's key this way). On an error the key is unchanged.
+  Status AssignBytes(KeySerde serde, std::string_view bytes);
+  Status AssignField(const Value& field, KeySerde serde, std::string_view field_name);
 
   KeySerde serde() const { return serde_; }
   bool is_null() const { return serde_ == KeySerde::kNull; }

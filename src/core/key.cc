@@ -29,13 +29,32 @@ Result<KeySerde> ParseKeySerde(std::string_view name) {
                                  "' (expected string, int, json or bytes)");
 }
 
-Key Key::Int(int64_t v) {
+namespace {
+
+// The 8 bytes of an int key.
+struct IntKeyBytes {
+  explicit IntKeyBytes(int64_t v) { coding::EncodeBigEndian64(bytes, static_cast<uint64_t>(v)); }
+  std::string_view view() const { return {bytes, sizeof bytes}; }
   char bytes[8];
-  coding::EncodeBigEndian64(bytes, static_cast<uint64_t>(v));
-  return Key(KeySerde::kInt, std::string_view(bytes, 8));
-}
+};
+
+}  // namespace
+
+Key Key::Int(int64_t v) { return Key(KeySerde::kInt, IntKeyBytes(v).view()); }
 
 Result<Key> Key::FromBytes(KeySerde serde, std::string_view bytes) {
+  Key key;
+  WEIR_RETURN_IF_ERROR(key.AssignBytes(serde, bytes));
+  return key;
+}
+
+Result<Key> Key::FromField(const Value& field, KeySerde serde, std::string_view field_name) {
+  Key key;
+  WEIR_RETURN_IF_ERROR(key.AssignField(field, serde, field_name));
+  return key;
+}
+
+Status Key::AssignBytes(KeySerde serde, std::string_view bytes) {
   if (serde == KeySerde::kInt && bytes.size() != 8) {
     return Status::InvalidArgument("int key must be 8 bytes, found " +
                                    std::to_string(bytes.size()));
@@ -43,10 +62,12 @@ Result<Key> Key::FromBytes(KeySerde serde, std::string_view bytes) {
   if (serde == KeySerde::kNull && !bytes.empty()) {
     return Status::InvalidArgument("null key with bytes");
   }
-  return Key(serde, bytes);
+  serde_ = serde;
+  bytes_.Assign(bytes);
+  return Status::OK();
 }
 
-Result<Key> Key::FromField(const Value& field, KeySerde serde, std::string_view field_name) {
+Status Key::AssignField(const Value& field, KeySerde serde, std::string_view field_name) {
   auto wrong_type = [&](std::string_view expected) {
     return Status::InvalidArgument("key field '" + std::string(field_name) + "' must be " +
                                    std::string(expected) + ", found " +
@@ -54,18 +75,23 @@ Result<Key> Key::FromField(const Value& field, KeySerde serde, std::string_view 
   };
   switch (serde) {
     case KeySerde::kString:
-      if (!field.is_string()) return wrong_type("a string");
-      return String(field.as_string());
-    case KeySerde::kInt:
-      if (!field.is_int()) return wrong_type("an integer");
-      return Int(field.as_int());
-    case KeySerde::kJson:
-      return Json(field);
     case KeySerde::kBytes:
       if (!field.is_string()) return wrong_type("a string");
-      return Bytes(field.as_string());
+      serde_ = serde;
+      bytes_.Assign(field.as_string());
+      return Status::OK();
+    case KeySerde::kInt:
+      if (!field.is_int()) return wrong_type("an integer");
+      serde_ = serde;
+      bytes_.Assign(IntKeyBytes(field.as_int()).view());
+      return Status::OK();
+    case KeySerde::kJson:
+      serde_ = serde;
+      bytes_.Assign(field.ToJson());
+      return Status::OK();
     case KeySerde::kNull:
-      return Key();
+      *this = Key();
+      return Status::OK();
   }
   return Status::Internal("unknown key serde");
 }

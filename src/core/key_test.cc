@@ -73,6 +73,15 @@ TEST(Key, KeepsItsBytesThroughCopiesAndMovesInlineOrOnTheHeap) {
       target = same;  // self-assignment keeps the key
       EXPECT_EQ(target.bytes(), a);
       EXPECT_EQ(Key::FromBytes(KeySerde::kBytes, b)->bytes(), b);
+      // In place, over a key of the other length, and from a view of its own bytes.
+      Key in_place = Key::Bytes(b);
+      ASSERT_TRUE(in_place.AssignBytes(KeySerde::kString, a).ok());
+      EXPECT_EQ(in_place, Key::String(a));
+      ASSERT_TRUE(in_place.AssignField(Value(b), KeySerde::kBytes, "f").ok());
+      EXPECT_EQ(in_place, Key::Bytes(b));
+      ASSERT_TRUE(
+          in_place.AssignBytes(KeySerde::kString, in_place.bytes().substr(b.size() / 2)).ok());
+      EXPECT_EQ(in_place.bytes(), b.substr(b.size() / 2));
     }
   }
   std::vector<Key> grown;  // moved as the vector grows
@@ -80,6 +89,42 @@ TEST(Key, KeepsItsBytesThroughCopiesAndMovesInlineOrOnTheHeap) {
     grown.push_back(Key::String(texts[static_cast<size_t>(i) % texts.size()]));
   for (int i = 0; i < 100; ++i)
     EXPECT_EQ(grown[static_cast<size_t>(i)].bytes(), texts[static_cast<size_t>(i) % texts.size()]);
+}
+
+TEST(Key, AssignInPlaceMakesWhatFromBytesAndFromFieldMakeAndLeavesTheKeyOnAnError) {
+  const std::string long_text(40, 'x');
+  const std::vector<Value> fields = {Value(7),
+                                     Value(-1),
+                                     Value("u"),
+                                     Value(long_text),
+                                     Value(1.5),
+                                     Value(true),
+                                     Value::MakeArray({1, "a"}),
+                                     Value()};
+  const Key before = Key::String(long_text);  // on the heap: an error must not free it
+  for (KeySerde serde :
+       {KeySerde::kString, KeySerde::kInt, KeySerde::kJson, KeySerde::kBytes, KeySerde::kNull}) {
+    for (const Value& field : fields) {
+      Key key = before;
+      const Result<Key> made = Key::FromField(field, serde, "f");
+      const Status assigned = key.AssignField(field, serde, "f");
+      EXPECT_EQ(assigned.ok(), made.ok()) << field.ToJson();
+      if (made.ok()) {
+        EXPECT_EQ(key, *made);
+      } else {
+        EXPECT_EQ(assigned.message(), made.status().message());
+        EXPECT_EQ(key, before);
+      }
+    }
+  }
+  Key key = before;
+  EXPECT_FALSE(key.AssignBytes(KeySerde::kInt, "1234567").ok());
+  EXPECT_FALSE(key.AssignBytes(KeySerde::kNull, "x").ok());
+  EXPECT_EQ(key, before);
+  ASSERT_TRUE(key.AssignBytes(KeySerde::kInt, Key::Int(-5).bytes()).ok());
+  EXPECT_EQ(key.AsInt(), -5);
+  ASSERT_TRUE(key.AssignBytes(KeySerde::kNull, "").ok());
+  EXPECT_TRUE(key.is_null());
 }
 
 TEST(Key, ParseKeySerdeNamesTheChoices) {

@@ -129,7 +129,7 @@ class TopicSource : public Source {
 
   // Into `record` (a slot: see RecordSlots).
   Status Decode(const log::StoredRecord& stored, Record& record) {
-    WEIR_ASSIGN_OR_RETURN(record.key, stored.DecodeKey());
+    WEIR_RETURN_IF_ERROR(stored.DecodeKeyInto(record.key));
     if (stored.header_count > 0) {
       WEIR_ASSIGN_OR_RETURN(record.headers, stored.DecodeHeaders());
     }

@@ -45,10 +45,16 @@ std::string_view StoredValueJson(std::string_view stored, std::string& scratch) 
 }
 
 Result<Key> StoredRecord::DecodeKey() const {
-  auto decoded = Key::FromBytes(key_serde, key);
+  Key decoded;
+  WEIR_RETURN_IF_ERROR(DecodeKeyInto(decoded));
+  return decoded;
+}
+
+Status StoredRecord::DecodeKeyInto(Key& into) const {
+  Status decoded = into.AssignBytes(key_serde, key);
   if (!decoded.ok()) {
     return Status::Corruption("record at offset " + std::to_string(offset.value()) +
-                              " has a malformed key: " + decoded.status().message());
+                              " has a malformed key: " + decoded.message());
   }
   return decoded;
 }

@@ -15,8 +15,9 @@
 namespace weir::dataflow {
 namespace {
 
-// The key of a record, or the reason it has none (the record is then a dead letter).
-using KeyOf = std::function<Result<Key>(const Record&)>;
+// Sets the record's new key into `key`, or says why it has none (the record is then a dead
+// letter) and leaves `key` as it was. `key` is the record's own: it is written in place.
+using KeyOf = std::function<Status(const Record&, Key& key)>;
 
 class RepartitionOperator : public Operator {
  public:
@@ -28,14 +29,13 @@ class RepartitionOperator : public Operator {
         user_(context.task, context.step_name),
         writer_(writer) {}
   void Process(Record&& r) override {
-    std::optional<Result<Key>> key;
+    Status keyed;
     if (user_function_) {
-      if (!user_.Call(r, [&] { key.emplace(key_of_(r)); })) return;
+      if (!user_.Call(r, [&] { keyed = key_of_(r, r.key); })) return;
     } else {
-      key.emplace(key_of_(r));
+      keyed = key_of_(r, r.key);
     }
-    if (!key->ok()) return ctx_.DeadLetter(key->status().message(), r);
-    r.key = std::move(*key).value();
+    if (!keyed.ok()) return ctx_.DeadLetter(keyed.message(), r);
     writer_.Write(r);
   }
 
@@ -48,14 +48,15 @@ class RepartitionOperator : public Operator {
 };
 
 // The key a field makes with no declared type: its own (string or integer), else its JSON text.
-Result<Key> KeyOfOwnType(const Value& field, std::string_view field_name) {
-  if (field.is_string()) return Key::String(field.as_string());
-  if (field.is_int()) return Key::Int(field.as_int());
+Status AssignKeyOfOwnType(const Value& field, std::string_view field_name, Key& key) {
   if (field.is_null()) {
     return Status::InvalidArgument("group_by field '" + std::string(field_name) +
                                    "' is null, which cannot be a key");
   }
-  return Key::Json(field);
+  const KeySerde own = field.is_string() ? KeySerde::kString
+                       : field.is_int()  ? KeySerde::kInt
+                                         : KeySerde::kJson;
+  return key.AssignField(field, own, field_name);
 }
 
 // GroupBy (a field, with or without a declared type) and SelectKey (a function).
@@ -96,15 +97,18 @@ class RepartitionStep : public StepDefinition {
         context.task.TopicOutput(RepartitionTopicName(context.application, context.step_name));
     if (select_key_) {
       return std::unique_ptr<Operator>(new RepartitionOperator(
-          [fn = select_key_](const Record& r) -> Result<Key> { return fn(r); }, true, context,
-          writer));
+          [fn = select_key_](const Record& r, Key& key) {
+            key = fn(r);
+            return Status::OK();
+          },
+          true, context, writer));
     }
-    KeyOf key_of = [field = field_, type = type_](const Record& r) -> Result<Key> {
+    KeyOf key_of = [field = field_, type = type_](const Record& r, Key& key) {
       const Value* value = r.value.FindPath(field);
       if (value == nullptr) {
         return Status::InvalidArgument("group_by field '" + field + "' is missing");
       }
-      return type ? Key::FromField(*value, *type, field) : KeyOfOwnType(*value, field);
+      return type ? key.AssignField(*value, *type, field) : AssignKeyOfOwnType(*value, field, key);
     };
     return std::unique_ptr<Operator>(
         new RepartitionOperator(std::move(key_of), false, context, writer));
