@@ -43,7 +43,10 @@ struct KeyHead {
   explicit KeyHead(std::string_view key) : words{Word(key, 0), Word(key, 8)} {}
   std::array<uint64_t, 2> words;
 
-  friend bool operator==(const KeyHead&, const KeyHead&) = default;
+  // Spelled out: the defaulted == compares the array with a call to memcmp.
+  friend bool operator==(const KeyHead& a, const KeyHead& b) {
+    return a.words[0] == b.words[0] && a.words[1] == b.words[1];
+  }
   friend bool operator<(const KeyHead& a, const KeyHead& b) {
     return a.words[0] != b.words[0] ? a.words[0] < b.words[0] : a.words[1] < b.words[1];
   }
