@@ -47,7 +47,7 @@ class InlineBytes {
   ~InlineBytes() { Free(); }
 
   // Replaces the bytes; in place (no allocation, no free) when the old and the new both fit
-  // inline. `bytes` may be a view of these bytes.
+  // inline. `bytes` may be a view of these bytes. If an allocation throws, nothing changed.
   void Assign(std::string_view bytes) {
     if (on_heap() || bytes.size() > kCapacity) {
       *this = InlineBytes(bytes);  // copied before this is freed

@@ -33,14 +33,16 @@ class Key {
   static Key Int(int64_t v);
   static Key Json(const Value& v) { return Key(KeySerde::kJson, v.ToJson()); }
   static Key Bytes(std::string_view b) { return Key(KeySerde::kBytes, b); }
-  // Rebuilds a key from its stored form. kInvalidArgument if an int key is not 8 bytes.
+  // Rebuilds a key from its stored form. kInvalidArgument if an int key is not 8 bytes or a null
+  // key has bytes.
   static Result<Key> FromBytes(KeySerde serde, std::string_view bytes);
   // The key a value field declares: a string field for kString, an integer for kInt, any value
   // for kJson, a string (taken as bytes) for kBytes. kInvalidArgument naming the field and the
   // type found otherwise.
   static Result<Key> FromField(const Value& field, KeySerde serde, std::string_view field_name);
   // FromBytes and FromField into this key, in place (no temporary key moved through a Result: a
-  // source and a group-by set every record's key this way). On an error the key is unchanged.
+  // group-by sets its records' keys this way, and a topic source its slots'). On an error, and if
+  // an allocation throws, the key is unchanged.
   Status AssignBytes(KeySerde serde, std::string_view bytes);
   Status AssignField(const Value& field, KeySerde serde, std::string_view field_name);
 

@@ -62,8 +62,8 @@ Status Key::AssignBytes(KeySerde serde, std::string_view bytes) {
   if (serde == KeySerde::kNull && !bytes.empty()) {
     return Status::InvalidArgument("null key with bytes");
   }
+  bytes_.Assign(bytes);  // first: a bad_alloc leaves the key as it was
   serde_ = serde;
-  bytes_.Assign(bytes);
   return Status::OK();
 }
 
@@ -77,17 +77,17 @@ Status Key::AssignField(const Value& field, KeySerde serde, std::string_view fie
     case KeySerde::kString:
     case KeySerde::kBytes:
       if (!field.is_string()) return wrong_type("a string");
-      serde_ = serde;
       bytes_.Assign(field.as_string());
+      serde_ = serde;
       return Status::OK();
     case KeySerde::kInt:
       if (!field.is_int()) return wrong_type("an integer");
-      serde_ = serde;
       bytes_.Assign(IntKeyBytes(field.as_int()).view());
+      serde_ = serde;
       return Status::OK();
     case KeySerde::kJson:
-      serde_ = serde;
       bytes_.Assign(field.ToJson());
+      serde_ = serde;
       return Status::OK();
     case KeySerde::kNull:
       *this = Key();

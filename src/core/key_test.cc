@@ -111,6 +111,13 @@ TEST(Key, AssignInPlaceMakesWhatFromBytesAndFromFieldMakeAndLeavesTheKeyOnAnErro
       EXPECT_EQ(assigned.ok(), made.ok()) << field.ToJson();
       if (made.ok()) {
         EXPECT_EQ(key, *made);
+        // And what the constructors of each serde make.
+        const Key constructed = serde == KeySerde::kString  ? Key::String(field.as_string())
+                                : serde == KeySerde::kInt   ? Key::Int(field.as_int())
+                                : serde == KeySerde::kJson  ? Key::Json(field)
+                                : serde == KeySerde::kBytes ? Key::Bytes(field.as_string())
+                                                            : Key();
+        EXPECT_EQ(key, constructed) << field.ToJson();
       } else {
         EXPECT_EQ(assigned.message(), made.status().message());
         EXPECT_EQ(key, before);

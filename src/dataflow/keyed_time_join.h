@@ -91,8 +91,9 @@ class KeyedTimeJoin : public MultiInputOperator {
 
   // Forwards {"left": left, "right": right} under `key` at `time`. The pair is built in a record
   // the step keeps (emitted_): the steps after a join mostly read it (a filter, a map), so the next
-  // match is copied into the objects, strings and arrays this one left there, without allocating.
-  // A step that took or changed the pair only costs the next match a fresh one.
+  // match is copy-assigned over the objects, strings and arrays this one left there (allocating
+  // only where it is larger). A step that took the pair, or left it in another shape than an
+  // object of exactly "left" and "right", costs the next match a fresh one.
   void Emit(const Key& key, int64_t time, const Value& left, const Value& right);
 
  private:

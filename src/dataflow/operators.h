@@ -27,6 +27,8 @@ inline constexpr std::array<size_t, kPrefetchStages> kPrefetchAhead = {16, 8, 4}
 class Operator {
  public:
   virtual ~Operator() = default;
+  // A record to process. The caller may reuse `record` once this returns (a source's slot, a
+  // join's pair): what a step keeps it moves or copies out before returning, never a reference.
   virtual void Process(Record&& record) = 0;
   // The same for a record the caller still needs afterwards (a fan-out's children but the
   // last). The default processes a copy; a step that reads the record before deciding what to

@@ -49,8 +49,8 @@ struct StoredRecord {
 
   // The key as a Key (copies the bytes). kCorruption if the stored key is malformed.
   Result<Key> DecodeKey() const;
-  // The same into `key`, in place (a source's record slot); unchanged on an error.
-  Status DecodeKeyInto(Key& key) const;
+  // The same into `into`, in place (a source's record slot); unchanged on an error.
+  Status DecodeKeyInto(Key& into) const;
   // The headers as a vector (copies). kCorruption if the encoding is malformed.
   Result<std::vector<Header>> DecodeHeaders() const;
   // Calls visit(name, value) for each header, as views into this record's bytes (no copy);
