@@ -18,12 +18,12 @@ Result<EventTime> ExtractTimestamp(const Value& value, std::string_view field) {
   return EventTime(ts->as_int());
 }
 
-Result<Key> ExtractKey(const Value& value, const KeySpec& spec) {
+Status ExtractKeyInto(const Value& value, const KeySpec& spec, Key& key) {
   const Value* field = value.FindPath(spec.field);
   if (field == nullptr) {
     return Status::InvalidArgument("key field '" + spec.field + "' is missing");
   }
-  return Key::FromField(*field, spec.type, spec.field);
+  return key.AssignField(*field, spec.type, spec.field);
 }
 
 Result<Record> DecodeJsonRecord(std::string_view json, const RecordExtraction& extraction, Key key,
@@ -41,7 +41,7 @@ Status DecodeJsonRecordInto(std::string_view json, const RecordExtraction& extra
 
 Status ExtractKeyAndTimestamp(const RecordExtraction& extraction, Record& record) {
   if (!extraction.key.field.empty()) {
-    WEIR_ASSIGN_OR_RETURN(record.key, ExtractKey(record.value, extraction.key));
+    WEIR_RETURN_IF_ERROR(ExtractKeyInto(record.value, extraction.key, record.key));
   }
   if (!extraction.timestamp_field.empty()) {
     WEIR_ASSIGN_OR_RETURN(record.timestamp,

@@ -20,8 +20,9 @@ struct RecordExtraction {
 // The event time in `field` of `value`: it must be a JSON integer (milliseconds).
 // kInvalidArgument naming the field otherwise ("missing", "must be an integer, found string").
 Result<EventTime> ExtractTimestamp(const Value& value, std::string_view field);
-// The key in a field of `value`; kInvalidArgument if missing or of the wrong type.
-Result<Key> ExtractKey(const Value& value, const KeySpec& spec);
+// The key in a field of `value`, into `key` in place (Key::AssignField); kInvalidArgument if
+// missing or of the wrong type, and `key` unchanged.
+Status ExtractKeyInto(const Value& value, const KeySpec& spec, Key& key);
 
 // Parses `json` and extracts its key and timestamp; `key` and `timestamp` are what the record
 // gets when the extraction does not name a field. kInvalidArgument with the reason (malformed
