@@ -40,9 +40,9 @@ class Key {
   // for kJson, a string (taken as bytes) for kBytes. kInvalidArgument naming the field and the
   // type found otherwise.
   static Result<Key> FromField(const Value& field, KeySerde serde, std::string_view field_name);
-  // FromBytes and FromField into this key, in place (no temporary key moved through a Result: a
-  // group-by sets its records' keys this way, and a topic source its slots'). On an error, and if
-  // an allocation throws, the key is unchanged.
+  // FromBytes and FromField into this key, in place (no temporary key moved through a Result:
+  // sources set their slots' keys this way, from a stored key or a key field, and a group-by its
+  // records'). On an error, and if an allocation throws, the key is unchanged.
   Status AssignBytes(KeySerde serde, std::string_view bytes);
   Status AssignField(const Value& field, KeySerde serde, std::string_view field_name);
 
