@@ -49,7 +49,8 @@ struct IndexEntry {
     return a.end == b.end && a.head == b.head && a.start == b.start && a.key == b.key;
   }
   // The order: (end, key, start), as integer compares on what decides nearly every pair (as a
-  // strong_ordering chain it was 5% of the hopping bench's task threads).
+  // strong_ordering chain it was 5% of the hopping bench's task threads). The head's words are
+  // compared here, not through KeyHead's == and <: that measured 0.68-0.90x on the hopping bench.
   friend bool operator>(const IndexEntry& a, const IndexEntry& b) {
     if (a.end != b.end) return a.end > b.end;
     if (a.head.words[0] != b.head.words[0]) return a.head.words[0] > b.head.words[0];
