@@ -123,7 +123,7 @@ TEST(AsOfJoin, KeysNeverMix) {
 // A long run over few keys, stopped at a checkpoint in the middle: each key keeps its latest
 // right at or before the watermark - grace and the newer ones, and the lefts not yet emitted.
 TEST(AsOfJoin, StateIsPrunedByWatermark) {
-  StoredJoinState stored = StateAfterALongRun(AsOf(0, 10), "asof", 6000);
+  StoredJoinState stored = StateAfterALongRun(AsOf(0, 10), "asof", 6000, /*left_flags=*/false);
   ASSERT_TRUE(stored.status.ok()) << stored.status.ToString();
   ASSERT_GT(stored.records_in, 6000);
   EXPECT_LE(stored.keys, 10u);

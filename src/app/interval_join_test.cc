@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -176,13 +177,58 @@ TEST(IntervalJoin, KeysNeverMix) {
 // A long run over few keys, stopped at a checkpoint in the middle: what the step's store holds
 // then is what can still match, not everything read.
 TEST(IntervalJoin, StateExpiresByWatermark) {
-  StoredJoinState stored = StateAfterALongRun(Interval(5, 5, 10, true), "ij", 6000);
+  StoredJoinState stored =
+      StateAfterALongRun(Interval(5, 5, 10, true), "ij", 6000, /*left_flags=*/true);
   ASSERT_TRUE(stored.status.ok()) << stored.status.ToString();
   ASSERT_GT(stored.records_in, 6000);
   EXPECT_LE(stored.keys, 10u);
   // A left is kept for upper + grace after its time, a right for lower + grace: about 16 ms of
   // each input, one event per ms.
   EXPECT_LE(stored.events, 40u) << "of " << stored.records_in << " read";
+}
+
+// A state another build wrote is refused when the task opens, naming the step and the layout
+// version, never read as something else.
+TEST(IntervalJoin, AStateOfAnotherLayoutIsRefusedOnResume) {
+  struct Case {
+    std::function<Value(const Value&)> rewrite;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      // The first layout: [serde, lefts, rights], each entry an array of its own.
+      {[](const Value& v) {
+         return Value::MakeArray(
+             {v.as_array()[1], Value::MakeArray({Value::MakeArray({1, 2})}), Value::Array{}});
+       },
+       "layout version 1 (this build reads 2)"},
+      {[](const Value& v) {
+         Value later = v;
+         later.as_array()[0] = 3;
+         return later;
+       },
+       "layout version 3 (this build reads 2)"},
+      // A left flag too few.
+      {[](const Value& v) {
+         Value cut = v;
+         cut.as_array()[4].AssignString("");
+         return cut;
+       },
+       "wrong shape"},
+      // A right time too many.
+      {[](const Value& v) {
+         Value cut = v;
+         cut.as_array()[5].mutable_string().append(8, '\0');
+         return cut;
+       },
+       "wrong shape"}};
+  for (const Case& c : cases) {
+    auto resumed = ResumeFromRewrittenState(Interval(5, 5, 10, true), "ij", c.rewrite);
+    ASSERT_FALSE(resumed.ok()) << c.error;
+    EXPECT_NE(resumed.status().message().find(c.error), std::string::npos)
+        << resumed.status().ToString();
+    EXPECT_NE(resumed.status().message().find("join step ij"), std::string::npos)
+        << resumed.status().ToString();
+  }
 }
 
 // Stops twice at a checkpoint with pairs and unmatched lefts pending, resumes, and compares

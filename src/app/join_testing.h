@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "app/testing.h"
+#include "dataflow/keyed_time_join.h"
 #include "join/time_join_model.h"
 #include "state/task_store.h"
 #include "weir/weir.h"
@@ -102,7 +103,8 @@ inline void ReadJoinLate(const std::string& data_dir, const std::string& topic, 
                            r.value.ToJson());
       continue;
     }
-    run.late.push_back({std::string(key->as_string()), r.timestamp, late_by->as_int(), id->as_int()});
+    run.late.push_back(
+        {std::string(key->as_string()), r.timestamp, late_by->as_int(), id->as_int()});
   }
 }
 
@@ -220,38 +222,80 @@ struct StoredJoinState {
   size_t events = 0;  // left and right entries
 };
 
-// Runs the join (named `step`) over one event per ms per input, 10 keys, and stops it at a
-// checkpoint once more than `events` records are read; then counts what the step's store holds.
-inline StoredJoinState StateAfterALongRun(const JoinBuilder& join, const std::string& step,
-                                          int events) {
+// Runs the join over one event per ms per input, 10 keys, in `dir`, and stops it at a checkpoint
+// once more than `events` records are read. Returns the run's summary and the directory of its
+// task's store.
+inline Result<std::pair<RunSummary, std::filesystem::path>> StopALongRun(const TempDir& dir,
+                                                                         const JoinBuilder& join,
+                                                                         int events) {
   std::vector<ModelEvent> left, right;
   for (int i = 0; i < 2 * events; ++i) {
     left.push_back({"k" + std::to_string(i % 10), i, i});
     right.push_back({"k" + std::to_string(i % 10), i, 2 * events + i});
   }
-  TempDir dir;
   WriteJoinEvents(dir / "left.jsonl", left);
   WriteJoinEvents(dir / "right.jsonl", right);
-  StoredJoinState stored;
-  auto summary = RunJoinApp(dir, join, events, 20000);
-  if (!summary.ok() || summary->completed) {
-    stored.status = summary.ok() ? Status::Internal("the run did not stop") : summary.status();
-    return stored;
-  }
-  stored.records_in = summary->records_in;
+  WEIR_ASSIGN_OR_RETURN(RunSummary summary, RunJoinApp(dir, join, events, 20000));
+  if (summary.completed) return Status::Internal("the run did not stop");
   std::filesystem::path task = std::filesystem::path(dir / "data") / "apps" / "joins" / "tasks";
   for (const auto& entry : std::filesystem::directory_iterator(task)) task = entry.path();
-  auto store = state::TaskStore::Open(task, {step});
+  return std::pair(summary, task);
+}
+
+// StopALongRun, then counts what the step named `step` holds. `left_flags`: the join's
+// (dataflow::JoinKeyState).
+inline StoredJoinState StateAfterALongRun(const JoinBuilder& join, const std::string& step,
+                                          int events, bool left_flags) {
+  TempDir dir;
+  StoredJoinState stored;
+  auto stopped = StopALongRun(dir, join, events);
+  if (!stopped.ok()) {
+    stored.status = stopped.status();
+    return stored;
+  }
+  stored.records_in = stopped->first.records_in;
+  auto store = state::TaskStore::Open(stopped->second, {step});
   if (!store.ok()) {
     stored.status = store.status();
     return stored;
   }
   stored.status = (*store)->store(step).Scan("", "", false, [&](std::string_view, const Value& v) {
     ++stored.keys;
-    stored.events += v.as_array()[1].as_array().size() + v.as_array()[2].as_array().size();
+    Value copy = v;
+    if (Status valid = dataflow::JoinKeyState::Check(copy, left_flags); !valid.ok()) {
+      stored.status = valid;
+      return false;
+    }
+    dataflow::JoinKeyState state(copy, left_flags);
+    stored.events +=
+        state.side(dataflow::kLeftInput).size() + state.side(dataflow::kRightInput).size();
     return true;
   });
   return stored;
+}
+
+// StopALongRun, then replaces every value the step named `step` holds with `rewrite` of it (a
+// state another build wrote), commits that, and runs the join again from there: what that run
+// returns.
+inline Result<RunSummary> ResumeFromRewrittenState(
+    const JoinBuilder& join, const std::string& step,
+    const std::function<Value(const Value&)>& rewrite) {
+  TempDir dir;
+  WEIR_ASSIGN_OR_RETURN(auto stopped, StopALongRun(dir, join, 2000));
+  {
+    WEIR_ASSIGN_OR_RETURN(auto store, state::TaskStore::Open(stopped.second, {step}));
+    std::vector<std::pair<std::string, Value>> rewritten;
+    WEIR_RETURN_IF_ERROR(
+        store->store(step).Scan("", "", false, [&](std::string_view key, const Value& v) {
+          rewritten.emplace_back(std::string(key), rewrite(v));
+          return true;
+        }));
+    if (rewritten.empty()) return Status::Internal("the step holds no state to rewrite");
+    for (auto& [key, value] : rewritten) store->store(step).Put(key, std::move(value));
+    WEIR_RETURN_IF_ERROR(store->Prepare("rewritten"));
+    WEIR_RETURN_IF_ERROR(store->Commit());
+  }
+  return RunJoinApp(dir, join);
 }
 
 }  // namespace weir::testing

@@ -18,54 +18,54 @@ class AsOfJoinOperator final : public KeyedTimeJoin {
  public:
   AsOfJoinOperator(const AsOfJoinOptions& options, const StepContext& context)
       : KeyedTimeJoin(context, options.grace,
-                      JoinLateTopic(options.late_topic, context.application)),
+                      JoinLateTopic(options.late_topic, context.application), /*left_flags=*/false),
         lookback_(options.lookback) {}
 
  private:
   void Add(int input, Record& event, JoinKeyState& state) override {
-    InsertInTimeOrder(state.side(input),
-                      Value::MakeArray({event.timestamp.value(), event.value}));
+    state.side(input).Insert(event.timestamp.value(), event.value);
   }
 
   void Expire(const Key& key, int64_t horizon, JoinKeyState& state) override {
-    JoinSide& lefts = state.side(kLeftInput);
-    JoinSide& rights = state.side(kRightInput);
-    auto due_end = FirstAtOrAfter(lefts, horizon);
-    for (auto l = lefts.begin(); l != due_end; ++l) EmitWithPartner(key, *l, rights);
-    lefts.erase(lefts.begin(), due_end);
-    auto after = FirstAfter(rights, horizon);
-    if (after - rights.begin() >= 2) rights.erase(rights.begin(), after - 1);
+    JoinSide lefts = state.side(kLeftInput);
+    const JoinSide rights = state.side(kRightInput);
+    const size_t due_end = lefts.FirstAtOrAfter(horizon);
+    for (size_t l = 0; l < due_end; ++l) EmitWithPartner(key, lefts, l, rights);
+    lefts.EraseFirst(due_end);
+    const size_t after = rights.FirstAfter(horizon);
+    if (after >= 2) state.side(kRightInput).EraseFirst(after - 1);
   }
 
   void Close(const Key& key, JoinKeyState& state) override {
-    for (const Value& left : state.side(kLeftInput)) {
-      EmitWithPartner(key, left, state.side(kRightInput));
+    const JoinSide lefts = state.side(kLeftInput);
+    for (size_t l = 0; l < lefts.size(); ++l) {
+      EmitWithPartner(key, lefts, l, state.side(kRightInput));
     }
   }
 
   std::optional<int64_t> DueAt(const JoinKeyState& state) const override {
     std::optional<int64_t> due;
-    const JoinSide& lefts = state.side(kLeftInput);
-    const JoinSide& rights = state.side(kRightInput);
+    const JoinSide lefts = state.side(kLeftInput);
+    const JoinSide rights = state.side(kRightInput);
     // A left is due once the horizon is past its time; the oldest right can go once the one
     // after it is at or before the horizon.
     if (!lefts.empty()) {
-      due = (EventTime(EntryTime(lefts.front())) + std::chrono::milliseconds(1)).value();
+      due = (EventTime(lefts.time(0)) + std::chrono::milliseconds(1)).value();
     }
-    if (rights.size() >= 2) due = due ? std::min(*due, EntryTime(rights[1])) : EntryTime(rights[1]);
+    if (rights.size() >= 2) due = due ? std::min(*due, rights.time(1)) : rights.time(1);
     return due;
   }
 
-  // Emits a left with the last right at or before its time (the last to arrive among equal
+  // Emits left l with the last right at or before its time (the last to arrive among equal
   // times), if that is within the lookback; else with null.
-  void EmitWithPartner(const Key& key, const Value& left, JoinSide& rights) {
-    const int64_t t = EntryTime(left);
-    auto after = FirstAfter(rights, t);
-    if (after != rights.begin() &&
-        (lookback_.count() == 0 || EntryTime(*(after - 1)) >= (EventTime(t) - lookback_).value())) {
-      return Emit(key, t, EntryValue(left), EntryValue(*(after - 1)));
+  void EmitWithPartner(const Key& key, const JoinSide& lefts, size_t l, const JoinSide& rights) {
+    const int64_t t = lefts.time(l);
+    const size_t after = rights.FirstAfter(t);
+    if (after > 0 &&
+        (lookback_.count() == 0 || rights.time(after - 1) >= (EventTime(t) - lookback_).value())) {
+      return Emit(key, t, lefts.value(l), rights.value(after - 1));
     }
-    Emit(key, t, EntryValue(left), Value());
+    Emit(key, t, lefts.value(l), Value());
   }
 
   const std::chrono::milliseconds lookback_;

@@ -3,7 +3,7 @@
 // an arriving event are one contiguous run of the other side, found by binary search, and the
 // events that expire are a prefix of each side: L once tl + upper < horizon (no right event that
 // is not late can match it any more), R once tr + lower < horizon. A left entry carries whether
-// it has matched, for left_outer.
+// it has matched (its flag), for left_outer.
 #include "dataflow/interval_join_operator.h"
 
 #include <algorithm>
@@ -14,16 +14,12 @@
 namespace weir::dataflow {
 namespace {
 
-// A left entry: [ts, value, matched].
-constexpr size_t kMatched = 2;
-
-EventTime TimeOf(const Value& entry) { return EventTime(EntryTime(entry)); }
-
 class IntervalJoinOperator final : public KeyedTimeJoin {
  public:
   IntervalJoinOperator(const IntervalJoinOptions& options, const StepContext& context)
       : KeyedTimeJoin(context, options.grace,
-                      JoinLateTopic(options.late_topic, context.application)),
+                      JoinLateTopic(options.late_topic, context.application),
+                      /*left_flags=*/true),  // whether the left matched
         lower_(options.lower),
         upper_(options.upper),
         left_outer_(options.left_outer) {}
@@ -33,59 +29,62 @@ class IntervalJoinOperator final : public KeyedTimeJoin {
     const EventTime at = event.timestamp;
     const int64_t t = at.value();
     if (input == kLeftInput) {
-      JoinSide& rights = state.side(kRightInput);
+      const JoinSide rights = state.side(kRightInput);
       bool matched = false;
-      for (auto r = FirstAtOrAfter(rights, (at - lower_).value());
-           r != rights.end() && TimeOf(*r) <= at + upper_; ++r) {
-        Emit(event.key, std::max(t, EntryTime(*r)), event.value, EntryValue(*r));
+      for (size_t r = rights.FirstAtOrAfter((at - lower_).value());
+           r < rights.size() && EventTime(rights.time(r)) <= at + upper_; ++r) {
+        Emit(event.key, std::max(t, rights.time(r)), event.value, rights.value(r));
         matched = true;
       }
-      InsertInTimeOrder(state.side(kLeftInput), Value::MakeArray({t, event.value, matched}));
+      JoinSide lefts = state.side(kLeftInput);
+      const size_t inserted = lefts.Insert(t, event.value);
+      if (matched) lefts.Flag(inserted);
       return;
     }
-    JoinSide& lefts = state.side(kLeftInput);
-    for (auto l = FirstAtOrAfter(lefts, (at - upper_).value());
-         l != lefts.end() && TimeOf(*l) <= at + lower_; ++l) {
-      Emit(event.key, std::max(t, EntryTime(*l)), EntryValue(*l), event.value);
-      l->as_array()[kMatched] = Value(true);
+    JoinSide lefts = state.side(kLeftInput);
+    for (size_t l = lefts.FirstAtOrAfter((at - upper_).value());
+         l < lefts.size() && EventTime(lefts.time(l)) <= at + lower_; ++l) {
+      Emit(event.key, std::max(t, lefts.time(l)), lefts.value(l), event.value);
+      lefts.Flag(l);
     }
-    InsertInTimeOrder(state.side(kRightInput), Value::MakeArray({t, event.value}));
+    state.side(kRightInput).Insert(t, event.value);
   }
 
   void Expire(const Key& key, int64_t horizon, JoinKeyState& state) override {
-    JoinSide& lefts = state.side(kLeftInput);
-    auto l = lefts.begin();
-    for (; l != lefts.end() && (TimeOf(*l) + upper_).value() < horizon; ++l) {
-      EmitIfUnmatched(key, *l);
+    JoinSide lefts = state.side(kLeftInput);
+    size_t l = 0;
+    for (; l < lefts.size() && (EventTime(lefts.time(l)) + upper_).value() < horizon; ++l) {
+      EmitIfUnmatched(key, lefts, l);
     }
-    lefts.erase(lefts.begin(), l);
-    JoinSide& rights = state.side(kRightInput);
-    auto r = rights.begin();
-    while (r != rights.end() && (TimeOf(*r) + lower_).value() < horizon) ++r;
-    rights.erase(rights.begin(), r);
+    lefts.EraseFirst(l);
+    JoinSide rights = state.side(kRightInput);
+    size_t r = 0;
+    while (r < rights.size() && (EventTime(rights.time(r)) + lower_).value() < horizon) ++r;
+    rights.EraseFirst(r);
   }
 
   void Close(const Key& key, JoinKeyState& state) override {
-    for (const Value& left : state.side(kLeftInput)) EmitIfUnmatched(key, left);
+    const JoinSide lefts = state.side(kLeftInput);
+    for (size_t l = 0; l < lefts.size(); ++l) EmitIfUnmatched(key, lefts, l);
   }
 
   std::optional<int64_t> DueAt(const JoinKeyState& state) const override {
     // An entry expires once the horizon is past its last matching instant.
     std::optional<EventTime> last;
-    const JoinSide& lefts = state.side(kLeftInput);
-    const JoinSide& rights = state.side(kRightInput);
-    if (!lefts.empty()) last = TimeOf(lefts.front()) + upper_;
+    const JoinSide lefts = state.side(kLeftInput);
+    const JoinSide rights = state.side(kRightInput);
+    if (!lefts.empty()) last = EventTime(lefts.time(0)) + upper_;
     if (!rights.empty()) {
-      const EventTime r = TimeOf(rights.front()) + lower_;
+      const EventTime r = EventTime(rights.time(0)) + lower_;
       last = last ? std::min(*last, r) : r;
     }
     if (!last) return std::nullopt;
     return (*last + std::chrono::milliseconds(1)).value();
   }
 
-  void EmitIfUnmatched(const Key& key, const Value& left) {
-    if (left_outer_ && !left.as_array()[kMatched].as_bool()) {
-      Emit(key, EntryTime(left), EntryValue(left), Value());
+  void EmitIfUnmatched(const Key& key, const JoinSide& lefts, size_t l) {
+    if (left_outer_ && !lefts.flagged(l)) {
+      Emit(key, lefts.time(l), lefts.value(l), Value());
     }
   }
 

@@ -1,6 +1,7 @@
 #include "dataflow/keyed_time_join.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "state/key_encoding.h"
@@ -17,24 +18,92 @@ Result<Key> MessageKey(std::string_view state_key, KeySerde serde) {
 
 }  // namespace
 
-JoinSide::iterator FirstAtOrAfter(JoinSide& side, int64_t t) {
-  return std::partition_point(side.begin(), side.end(),
-                              [t](const Value& entry) { return EntryTime(entry) < t; });
+int64_t JoinSide::time(size_t i) const {
+  int64_t t;
+  std::memcpy(&t, times_->data() + i * sizeof(t), sizeof(t));
+  return t;
 }
 
-JoinSide::iterator FirstAfter(JoinSide& side, int64_t t) {
-  return std::partition_point(side.begin(), side.end(),
-                              [t](const Value& entry) { return EntryTime(entry) <= t; });
+template <typename Before>
+size_t JoinSide::PartitionPoint(Before before) const {
+  size_t first = 0;
+  size_t count = size();
+  while (count > 0) {
+    const size_t half = count / 2;
+    if (before(time(first + half))) {
+      first += half + 1;
+      count -= half + 1;
+    } else {
+      count = half;
+    }
+  }
+  return first;
 }
 
-void InsertInTimeOrder(JoinSide& side, Value entry) {
-  side.insert(FirstAfter(side, EntryTime(entry)), std::move(entry));
+size_t JoinSide::FirstAtOrAfter(int64_t t) const {
+  return PartitionPoint([t](int64_t ts) { return ts < t; });
 }
 
-bool JoinKeyState::Valid(const Value& stored) {
-  if (!stored.is_array()) return false;
+size_t JoinSide::FirstAfter(int64_t t) const {
+  return PartitionPoint([t](int64_t ts) { return ts <= t; });
+}
+
+size_t JoinSide::Insert(int64_t t, const Value& value) {
+  const size_t at = FirstAfter(t);
+  times_->insert(at * sizeof(t), reinterpret_cast<const char*>(&t), sizeof(t));
+  values_->emplace(values_->begin() + static_cast<ptrdiff_t>(at));
+  (*values_)[at] = value;
+  if (flags_ != nullptr) flags_->insert(at, 1, '\0');
+  return at;
+}
+
+void JoinSide::EraseFirst(size_t n) {
+  times_->erase(0, n * sizeof(int64_t));
+  values_->erase(values_->begin(), values_->begin() + static_cast<ptrdiff_t>(n));
+  if (flags_ != nullptr) flags_->erase(0, n);
+}
+
+JoinSide JoinKeyState::Side(int input) const {
+  if (input == kLeftInput) {
+    return JoinSide(stored_[kLeftTimes].mutable_string(), stored_[kLeftValues].as_array(),
+                    left_flags_ ? &stored_[kLeftFlags].mutable_string() : nullptr);
+  }
+  return JoinSide(stored_[kRightTimes].mutable_string(), stored_[kRightValues].as_array(), nullptr);
+}
+
+Value JoinKeyState::Empty(KeySerde serde) {
+  Value::Array stored(kSlots);
+  stored[kVersion] = kJoinStateVersion;
+  stored[kSerde] = static_cast<int64_t>(serde);
+  for (Slot bytes : {kLeftTimes, kLeftFlags, kRightTimes}) stored[bytes].AssignString("");
+  for (Slot values : {kLeftValues, kRightValues}) stored[values] = Value(Value::Array{});
+  return Value(std::move(stored));
+}
+
+Status JoinKeyState::Check(const Value& stored, bool left_flags) {
+  if (!stored.is_array()) return Status::Corruption("a join state is not an array");
   const Value::Array& a = stored.as_array();
-  return a.size() == 3 && a[0].is_int() && a[1].is_array() && a[2].is_array();
+  if (a.empty() || !a[kVersion].is_int() || a[kVersion].as_int() != kJoinStateVersion) {
+    // The first layout, [serde, lefts, rights], had no version.
+    const std::string version = a.size() == 3 || a.empty() || !a[kVersion].is_int()
+                                    ? "1"
+                                    : std::to_string(a[kVersion].as_int());
+    return Status::Corruption("a join state has layout version " + version + " (this build reads " +
+                              std::to_string(kJoinStateVersion) + ")");
+  }
+  auto side_ok = [&a](Slot times, Slot values, std::optional<Slot> flags) {
+    if (!a[times].is_string() || !a[values].is_array()) return false;
+    const size_t n = a[values].as_array().size();
+    return a[times].as_string().size() == n * sizeof(int64_t) &&
+           (!flags || a[*flags].as_string().size() == n);
+  };
+  if (a.size() != kSlots || !a[kSerde].is_int() || !a[kLeftFlags].is_string() ||
+      !side_ok(kLeftTimes, kLeftValues, left_flags ? std::optional(kLeftFlags) : std::nullopt) ||
+      (!left_flags && !a[kLeftFlags].as_string().empty()) ||
+      !side_ok(kRightTimes, kRightValues, std::nullopt)) {
+    return Status::Corruption("a join state value has the wrong shape");
+  }
+  return Status::OK();
 }
 
 std::string JoinLateTopic(std::string_view option, std::string_view application) {
@@ -42,25 +111,24 @@ std::string JoinLateTopic(std::string_view option, std::string_view application)
 }
 
 KeyedTimeJoin::KeyedTimeJoin(const StepContext& context, std::chrono::milliseconds grace,
-                             std::string_view late_topic)
+                             std::string_view late_topic, bool left_flags)
     : ctx_(context.task),
       store_(context.task.Store(context.step_name)),
       grace_ms_(grace.count()),
+      left_flags_(left_flags),
       late_(context.task, late_topic, "") {}
 
 Status KeyedTimeJoin::Restore() {
-  bool corrupt = false;
+  Status invalid;
   Status scanned = store_.Scan("", "", false, [&](std::string_view key, const Value& stored) {
-    if (!JoinKeyState::Valid(stored)) {
-      corrupt = true;
-      return false;
-    }
+    invalid = JoinKeyState::Check(stored, left_flags_);
+    if (!invalid.ok()) return false;
     Value copy = stored;  // JoinKeyState views a mutable value
-    Reindex(key, std::nullopt, DueAt(JoinKeyState(copy)));
+    Reindex(key, std::nullopt, DueAt(JoinKeyState(copy, left_flags_)));
     return true;
   });
   if (!scanned.ok()) return scanned;
-  return corrupt ? Status::Corruption("a join state value has the wrong shape") : Status::OK();
+  return invalid;
 }
 
 void KeyedTimeJoin::ProcessInput(int input, Record&& event) {
@@ -84,11 +152,12 @@ void KeyedTimeJoin::ProcessInput(int input, Record&& event) {
   auto stored = store_.Mutate(state_key_);
   if (!stored.ok()) return Fail(stored.status());
   Value& value = **stored;
-  if (!value.is_array()) {
-    value = Value(Value::Array{Value(static_cast<int64_t>(event.key.serde())),
-                               Value(Value::Array{}), Value(Value::Array{})});
+  if (value.is_null()) {
+    value = JoinKeyState::Empty(event.key.serde());
+  } else if (Status valid = JoinKeyState::Check(value, left_flags_); !valid.ok()) {
+    return Fail(valid);
   }
-  JoinKeyState state(value);
+  JoinKeyState state(value, left_flags_);
   const std::optional<int64_t> was_due = DueAt(state);
   Add(input, event, state);
   Reindex(state_key_, was_due, DueAt(state));
@@ -120,8 +189,7 @@ void KeyedTimeJoin::Emit(const Key& key, int64_t time, const Value& left, const 
 
 Result<Value*> KeyedTimeJoin::StateOf(std::string_view state_key) {
   WEIR_ASSIGN_OR_RETURN(Value * stored, store_.Mutate(state_key));
-  if (!JoinKeyState::Valid(*stored))
-    return Status::Corruption("a join state value has the wrong shape");
+  WEIR_RETURN_IF_ERROR(JoinKeyState::Check(*stored, left_flags_));
   return stored;
 }
 
@@ -139,7 +207,7 @@ void KeyedTimeJoin::Sweep(int64_t horizon) {
     ctx_.CountExpiryVisits(1);
     auto stored = StateOf(state_key);
     if (!stored.ok()) return Fail(stored.status());
-    JoinKeyState state(**stored);
+    JoinKeyState state(**stored, left_flags_);
     auto key = MessageKey(state_key, state.serde());
     if (!key.ok()) return Fail(key.status());
     Expire(*key, horizon, state);
@@ -167,7 +235,7 @@ void KeyedTimeJoin::CloseEveryKey() {
   for (const std::string& state_key : keys) {
     auto stored = StateOf(state_key);
     if (!stored.ok()) return Fail(stored.status());
-    JoinKeyState state(**stored);
+    JoinKeyState state(**stored, left_flags_);
     auto key = MessageKey(state_key, state.serde());
     if (!key.ok()) return Fail(key.status());
     Close(*key, state);

@@ -1,8 +1,8 @@
 // What the interval join and the as-of join (weir/join.h) share: a step with two inputs (0: left,
 // 1: right) that joins events by message key and event time.
 //
-// State: each key's events in one value of the step's store, [serde, lefts, rights], each side a
-// list of entries [ts, value, ...] in time order (ties: arrival order). The store caches it and
+// State: each key's events in one value of the step's store (JoinKeyState below), each side's
+// entries [ts, value, ...] in time order (ties: arrival order). The store caches it and
 // writes it behind at the checkpoint, so state and outputs are exactly once together.
 // Lateness: the horizon is watermark - grace; an event with ts < horizon when it arrives is
 // late: it goes to the late topic ({reason, late_by_ms, value}) and is counted, never joined.
@@ -38,34 +38,88 @@ namespace weir::dataflow {
 inline constexpr int kLeftInput = 0;
 inline constexpr int kRightInput = 1;
 
-// One side's entries [ts, value, ...], in time order.
-using JoinSide = Value::Array;
-inline int64_t EntryTime(const Value& entry) { return entry.as_array()[0].as_int(); }
-inline const Value& EntryValue(const Value& entry) { return entry.as_array()[1]; }
-// The first entry with ts >= t, and with ts > t.
-JoinSide::iterator FirstAtOrAfter(JoinSide& side, int64_t t);
-JoinSide::iterator FirstAfter(JoinSide& side, int64_t t);
-// Adds `entry` after every entry of its time or earlier. An entry copies the record's value
-// (Value::MakeArray({ts, event.value, ...})), to its size: the record's slot keeps its own memory
-// for the next record, and the state holds no spare capacity (moving a slot's value in kept the
-// slot's capacity in the state and made the source allocate the slot again: Nexmark q4
-// 1.15-1.3x the allocations, 1.3-1.5x the peak memory).
-void InsertInTimeOrder(JoinSide& side, Value entry);
+// The version of the stored layout below; a value of another version or shape is refused
+// (kCorruption) when the key is read, never read as something else.
+inline constexpr int64_t kJoinStateVersion = 2;
 
-// A key's stored state, viewed in place.
-class JoinKeyState {
+// One side's entries, in time order (ties: arrival order), viewed in a key's state
+// (JoinKeyState): their times, a string of 8-byte integers in host order (little-endian on every
+// target); their values, an array; and maybe their flags, a string of one byte per entry (an
+// interval join's lefts: whether the entry matched). A binary search reads the times in place,
+// an entry is no array of its own to allocate and free, and an entry inserted out of order moves
+// one Value per later entry. (An array per entry: q4's join spent 10% of its task's samples
+// reaching a probed entry's time through its array. Entries flat in one array, [ts, value, ts,
+// value, ...]: q4 0.87x, from moving two or three Values per later entry.)
+class JoinSide {
  public:
-  // Whether `stored` has the shape of a key's state.
-  static bool Valid(const Value& stored);
-  // REQUIRES: Valid(stored).
-  explicit JoinKeyState(Value& stored) : stored_(stored.as_array()) {}
-  KeySerde serde() const { return static_cast<KeySerde>(stored_[0].as_int()); }
-  JoinSide& side(int input) { return stored_[1 + input].as_array(); }
-  const JoinSide& side(int input) const { return stored_[1 + input].as_array(); }
-  bool empty() const { return side(kLeftInput).empty() && side(kRightInput).empty(); }
+  // REQUIRES: times holds 8 bytes per value, flags (if not null) one byte.
+  JoinSide(Value::String& times, Value::Array& values, Value::String* flags)
+      : times_(&times), values_(&values), flags_(flags) {}
+
+  size_t size() const { return values_->size(); }
+  bool empty() const { return values_->empty(); }
+  int64_t time(size_t i) const;
+  const Value& value(size_t i) const { return (*values_)[i]; }
+  // REQUIRES: the side has flags.
+  bool flagged(size_t i) const { return (*flags_)[i] != 0; }
+  void Flag(size_t i) { (*flags_)[i] = 1; }
+
+  // The first entry with ts >= t, and with ts > t (size() if none).
+  size_t FirstAtOrAfter(int64_t t) const;
+  size_t FirstAfter(int64_t t) const;
+  // Adds an entry after every entry of its time or earlier, with a copy of `value` (to its size:
+  // the record's slot keeps its own memory for the next record, and the state holds no spare
+  // capacity; moving a slot's value in kept the slot's capacity in the state and made the source
+  // allocate the slot again: Nexmark q4 1.15-1.3x the allocations, 1.3-1.5x the peak memory) and
+  // its flag clear. Returns its index. `value` must not be in this side.
+  size_t Insert(int64_t t, const Value& value);
+  // Drops the first n entries.
+  void EraseFirst(size_t n);
 
  private:
+  template <typename Before>
+  size_t PartitionPoint(Before before) const;
+
+  Value::String* times_;
+  Value::Array* values_;
+  Value::String* flags_;  // nullptr: the side has none
+};
+
+// A key's stored state, viewed in place: one array, [kJoinStateVersion, serde, left times, left
+// values, left flags, right times, right values] (JoinSide; one array, so that a new key costs
+// one allocation). The left flags are empty if the join keeps none (`left_flags`).
+class JoinKeyState {
+ public:
+  // A new key's state.
+  static Value Empty(KeySerde serde);
+  // OK if `stored` is a key's state with `left_flags`; else kCorruption saying what is wrong
+  // (another layout: its version).
+  static Status Check(const Value& stored, bool left_flags);
+  // REQUIRES: Check(stored, left_flags).ok().
+  JoinKeyState(Value& stored, bool left_flags)
+      : stored_(stored.as_array()), left_flags_(left_flags) {}
+  KeySerde serde() const { return static_cast<KeySerde>(stored_[kSerde].as_int()); }
+  JoinSide side(int input) { return Side(input); }
+  const JoinSide side(int input) const { return Side(input); }
+  bool empty() const {
+    return stored_[kLeftValues].as_array().empty() && stored_[kRightValues].as_array().empty();
+  }
+
+ private:
+  enum Slot : size_t {
+    kVersion,
+    kSerde,
+    kLeftTimes,
+    kLeftValues,
+    kLeftFlags,
+    kRightTimes,
+    kRightValues,
+    kSlots
+  };
+  JoinSide Side(int input) const;
+
   Value::Array& stored_;
+  const bool left_flags_;
 };
 
 class KeyedTimeJoin : public MultiInputOperator {
@@ -77,8 +131,9 @@ class KeyedTimeJoin : public MultiInputOperator {
   void OnWatermark(Watermark watermark) final;
 
  protected:
+  // `left_flags`: whether the left entries have a flag (JoinKeyState).
   KeyedTimeJoin(const StepContext& context, std::chrono::milliseconds grace,
-                std::string_view late_topic);
+                std::string_view late_topic, bool left_flags);
 
   // An event of `input` that is not late, with its key's state (created empty if new).
   virtual void Add(int input, Record& event, JoinKeyState& state) = 0;
@@ -98,7 +153,7 @@ class KeyedTimeJoin : public MultiInputOperator {
 
  private:
   int64_t Horizon(Watermark watermark) const;
-  // The stored state of a key that has one. kCorruption if it is not a join state.
+  // The stored state of a key that has one. kCorruption if it is not a join state of this layout.
   Result<Value*> StateOf(std::string_view state_key);
   void Sweep(int64_t horizon);
   void CloseEveryKey();
@@ -108,6 +163,7 @@ class KeyedTimeJoin : public MultiInputOperator {
   TaskContext& ctx_;
   state::KeyValueStore& store_;
   const int64_t grace_ms_;
+  const bool left_flags_;
   LateOutput late_;
   // (due horizon, state key) of every key whose state has one: DueAt of the state as stored.
   // Ordered by horizon, then key; found by either half as a view (no key is copied to look).
