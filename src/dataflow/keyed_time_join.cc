@@ -152,11 +152,9 @@ void KeyedTimeJoin::ProcessInput(int input, Record&& event) {
   auto stored = store_.Mutate(state_key_);
   if (!stored.ok()) return Fail(stored.status());
   Value& value = **stored;
-  if (value.is_null()) {
-    value = JoinKeyState::Empty(event.key.serde());
-  } else if (Status valid = JoinKeyState::Check(value, left_flags_); !valid.ok()) {
-    return Fail(valid);
-  }
+  // A stored state was checked by Restore (every key, when the task opened); since then the step
+  // has only read what it wrote. (Checked here again: 2% of q4's task threads.)
+  if (value.is_null()) value = JoinKeyState::Empty(event.key.serde());
   JoinKeyState state(value, left_flags_);
   const std::optional<int64_t> was_due = DueAt(state);
   Add(input, event, state);

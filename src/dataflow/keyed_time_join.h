@@ -124,7 +124,8 @@ class JoinKeyState {
 
 class KeyedTimeJoin : public MultiInputOperator {
  public:
-  // Rebuilds the index from the store. kCorruption/kIOError from the store.
+  // Rebuilds the index from the store, checking every stored state (JoinKeyState::Check): the
+  // per-event path relies on it. kCorruption/kIOError from the store.
   Status Restore();
 
   void ProcessInput(int input, Record&& event) final;
