@@ -131,6 +131,25 @@ TEST(AsOfJoin, StateIsPrunedByWatermark) {
   EXPECT_LE(stored.events, 50u) << "of " << stored.records_in << " read";
 }
 
+// An as-of join keeps no flags: a state with some, as an interval join's, is refused when the task
+// opens.
+TEST(AsOfJoin, AStateWithLeftFlagsIsRefusedOnResume) {
+  auto resumed = ResumeFromRewrittenState(AsOf(0, 10), "asof", [](const Value& v) {
+    Value flagged = v;
+    Value::Array& slots = flagged.as_array();
+    slots[4].AssignString(std::string(slots[3].as_array().size(), '\0'));
+    slots[3].as_array().emplace_back(1);
+    slots[2].mutable_string().append(8, '\0');
+    slots[4].mutable_string().push_back('\0');
+    return flagged;
+  });
+  ASSERT_FALSE(resumed.ok());
+  EXPECT_NE(resumed.status().message().find("wrong shape"), std::string::npos)
+      << resumed.status().ToString();
+  EXPECT_NE(resumed.status().message().find("join step asof"), std::string::npos)
+      << resumed.status().ToString();
+}
+
 TEST(AsOfJoin, HeldLeftsAreEmittedAtTheEndOfInput) {
   JoinRun run = RunJoin({{"u", 100, 1}, {"v", 100, 2}}, {{"u", 100, 101}}, AsOf(0, 1000));
   std::vector<std::string> results = Results(run);

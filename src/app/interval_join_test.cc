@@ -201,6 +201,12 @@ TEST(IntervalJoin, AStateOfAnotherLayoutIsRefusedOnResume) {
              {v.as_array()[1], Value::MakeArray({Value::MakeArray({1, 2})}), Value::Array{}});
        },
        "layout version 1 (this build reads 2)"},
+      // The same with an int key's serde (2), which equals the version that followed it.
+      {[](const Value&) {
+         return Value::MakeArray(
+             {static_cast<int64_t>(KeySerde::kInt), Value::Array{}, Value::Array{}});
+       },
+       "layout version 1 (this build reads 2)"},
       {[](const Value& v) {
          Value later = v;
          later.as_array()[0] = 3;

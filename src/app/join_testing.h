@@ -259,18 +259,18 @@ inline StoredJoinState StateAfterALongRun(const JoinBuilder& join, const std::st
     stored.status = store.status();
     return stored;
   }
+  Status layout;
   stored.status = (*store)->store(step).Scan("", "", false, [&](std::string_view, const Value& v) {
     ++stored.keys;
     Value copy = v;
-    if (Status valid = dataflow::JoinKeyState::Check(copy, left_flags); !valid.ok()) {
-      stored.status = valid;
-      return false;
-    }
+    layout = dataflow::JoinKeyState::Check(copy, left_flags);
+    if (!layout.ok()) return false;
     dataflow::JoinKeyState state(copy, left_flags);
     stored.events +=
         state.side(dataflow::kLeftInput).size() + state.side(dataflow::kRightInput).size();
     return true;
   });
+  if (stored.status.ok()) stored.status = layout;
   return stored;
 }
 

@@ -28,12 +28,12 @@ class AsOfJoinOperator final : public KeyedTimeJoin {
 
   void Expire(const Key& key, int64_t horizon, JoinKeyState& state) override {
     JoinSide lefts = state.side(kLeftInput);
-    const JoinSide rights = state.side(kRightInput);
+    JoinSide rights = state.side(kRightInput);
     const size_t due_end = lefts.FirstAtOrAfter(horizon);
     for (size_t l = 0; l < due_end; ++l) EmitWithPartner(key, lefts, l, rights);
     lefts.EraseFirst(due_end);
     const size_t after = rights.FirstAfter(horizon);
-    if (after >= 2) state.side(kRightInput).EraseFirst(after - 1);
+    if (after >= 2) rights.EraseFirst(after - 1);
   }
 
   void Close(const Key& key, JoinKeyState& state) override {

@@ -49,10 +49,20 @@ size_t JoinSide::FirstAfter(int64_t t) const {
 }
 
 size_t JoinSide::Insert(int64_t t, const Value& value) {
+  // Whatever may throw (the copy, growing a container) comes first, so that the times, values and
+  // flags never differ in length.
+  Value entry = value;
+  auto room_for = [](auto& container, size_t more) {
+    if (container.capacity() < container.size() + more) {
+      container.reserve(std::max(2 * container.capacity(), container.size() + more));
+    }
+  };
+  room_for(*times_, sizeof(t));
+  room_for(*values_, 1);
+  if (flags_ != nullptr) room_for(*flags_, 1);
   const size_t at = FirstAfter(t);
   times_->insert(at * sizeof(t), reinterpret_cast<const char*>(&t), sizeof(t));
-  values_->emplace(values_->begin() + static_cast<ptrdiff_t>(at));
-  (*values_)[at] = value;
+  values_->insert(values_->begin() + static_cast<ptrdiff_t>(at), std::move(entry));
   if (flags_ != nullptr) flags_->insert(at, 1, '\0');
   return at;
 }
@@ -83,14 +93,17 @@ Value JoinKeyState::Empty(KeySerde serde) {
 Status JoinKeyState::Check(const Value& stored, bool left_flags) {
   if (!stored.is_array()) return Status::Corruption("a join state is not an array");
   const Value::Array& a = stored.as_array();
-  if (a.empty() || !a[kVersion].is_int() || a[kVersion].as_int() != kJoinStateVersion) {
-    // The first layout, [serde, lefts, rights], had no version.
-    const std::string version = a.size() == 3 || a.empty() || !a[kVersion].is_int()
-                                    ? "1"
-                                    : std::to_string(a[kVersion].as_int());
+  auto refused = [](const std::string& version) {
     return Status::Corruption("a join state has layout version " + version + " (this build reads " +
                               std::to_string(kJoinStateVersion) + ")");
+  };
+  // The first layout, [serde, lefts, rights], had no version (and its serde may equal one).
+  if (a.size() == 3) return refused("1");
+  if (a.empty() || !a[kVersion].is_int()) {
+    return Status::Corruption("a join state value has the wrong shape");
   }
+  if (a[kVersion].as_int() != kJoinStateVersion)
+    return refused(std::to_string(a[kVersion].as_int()));
   auto side_ok = [&a](Slot times, Slot values, std::optional<Slot> flags) {
     if (!a[times].is_string() || !a[values].is_array()) return false;
     const size_t n = a[values].as_array().size();
