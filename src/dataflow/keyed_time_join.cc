@@ -82,11 +82,19 @@ JoinSide JoinKeyState::Side(int input) const {
 }
 
 Value JoinKeyState::Empty(KeySerde serde) {
-  Value::Array stored(kSlots);
-  stored[kVersion] = kJoinStateVersion;
-  stored[kSerde] = static_cast<int64_t>(serde);
-  for (Slot bytes : {kLeftTimes, kLeftFlags, kRightTimes}) stored[bytes].AssignString("");
-  for (Slot values : {kLeftValues, kRightValues}) stored[values] = Value(Value::Array{});
+  // Each slot made in place, in slot order (assigned after, they cost 2.7% of the interval join
+  // bench's task threads, a new key per event or two).
+  static_assert(kVersion == 0 && kSerde == 1 && kLeftTimes == 2 && kLeftValues == 3 &&
+                kLeftFlags == 4 && kRightTimes == 5 && kRightValues == 6 && kSlots == 7);
+  Value::Array stored;
+  stored.reserve(kSlots);
+  stored.emplace_back(kJoinStateVersion);
+  stored.emplace_back(static_cast<int64_t>(serde));
+  stored.emplace_back("");
+  stored.emplace_back(Value::Array{});
+  stored.emplace_back("");
+  stored.emplace_back("");
+  stored.emplace_back(Value::Array{});
   return Value(std::move(stored));
 }
 
