@@ -2,17 +2,20 @@
 // 1: right) that joins events by message key and event time.
 //
 // State: each key's events in one value of the step's store (JoinKeyState below), each side's
-// entries (a time, a value, maybe a flag) in time order (ties: arrival order). The store caches it
-// and writes it behind at the checkpoint, so state and outputs are exactly once together. Lateness:
-// the horizon is watermark - grace; an event with ts < horizon when it arrives is late: it goes to
-// the late topic ({reason, late_by_ms, value}) and is counted, never joined. Expiry: an in-memory
-// index orders the keys by the horizon at which their state next needs the join (an event to drop,
-// a left to emit). It is rebuilt from the store when the task opens, and a move of the horizon
-// costs O(log n) per key that is due, never a scan of the stored keys. At the end of input
-// (Watermark::Max()) every key is closed and the state is cleared. Per event the store is looked up
-// once (the event's key) and once per key that falls due (plus a delete when its state empties);
-// the index holds each key's due horizon, which is DueAt of its state, so an event's old entry is
-// found from the state it is about to change.
+// entries (a time, a value, maybe a flag) in time order (ties: arrival order). The store caches
+// it and writes it behind at the checkpoint, so state and outputs are exactly once together.
+//
+// Lateness: the horizon is watermark - grace; an event with ts < horizon when it arrives is
+// late: it goes to the late topic ({reason, late_by_ms, value}) and is counted, never joined.
+//
+// Expiry: an in-memory index orders the keys by the horizon at which their state next needs the
+// join (an event to drop, a left to emit). It is rebuilt from the store when the task opens, and
+// a move of the horizon costs O(log n) per key that is due, never a scan of the stored keys. At
+// the end of input (Watermark::Max()) every key is closed and the state is cleared.
+//
+// Per event the store is looked up once (the event's key) and once per key that falls due (plus
+// a delete when its state empties); the index holds each key's due horizon, which is DueAt of its
+// state, so an event's old entry is found from the state it is about to change.
 //
 // Threads: the task's. Lifecycle: built by the join's factory, which calls Restore.
 #pragma once
