@@ -77,21 +77,14 @@ Status Key::AssignField(const Value& field, KeySerde serde, std::string_view fie
     case KeySerde::kString:
     case KeySerde::kBytes:
       if (!field.is_string()) return wrong_type("a string");
-      bytes_.Assign(field.as_string());
-      serde_ = serde;
-      return Status::OK();
+      return AssignBytes(serde, field.as_string());
     case KeySerde::kInt:
       if (!field.is_int()) return wrong_type("an integer");
-      bytes_.Assign(IntKeyBytes(field.as_int()).view());
-      serde_ = serde;
-      return Status::OK();
+      return AssignBytes(serde, IntKeyBytes(field.as_int()).view());
     case KeySerde::kJson:
-      bytes_.Assign(field.ToJson());
-      serde_ = serde;
-      return Status::OK();
+      return AssignBytes(serde, field.ToJson());
     case KeySerde::kNull:
-      *this = Key();
-      return Status::OK();
+      return AssignBytes(serde, {});
   }
   return Status::Internal("unknown key serde");
 }

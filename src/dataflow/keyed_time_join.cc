@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ranges>
 #include <vector>
 
 #include "state/key_encoding.h"
@@ -26,18 +27,10 @@ int64_t JoinSide::time(size_t i) const {
 
 template <typename Before>
 size_t JoinSide::PartitionPoint(Before before) const {
-  size_t first = 0;
-  size_t count = size();
-  while (count > 0) {
-    const size_t half = count / 2;
-    if (before(time(first + half))) {
-      first += half + 1;
-      count -= half + 1;
-    } else {
-      count = half;
-    }
-  }
-  return first;
+  const auto entries = std::views::iota(size_t{0}, size());
+  return static_cast<size_t>(
+      std::ranges::partition_point(entries, [&](size_t i) { return before(time(i)); }) -
+      entries.begin());
 }
 
 size_t JoinSide::FirstAtOrAfter(int64_t t) const {
@@ -107,11 +100,11 @@ Status JoinKeyState::Check(const Value& stored, bool left_flags) {
   };
   // The first layout, [serde, lefts, rights], had no version (and its serde may equal one).
   if (a.size() == 3) return refused("1");
-  if (a.empty() || !a[kVersion].is_int()) {
-    return Status::Corruption("a join state value has the wrong shape");
-  }
-  if (a[kVersion].as_int() != kJoinStateVersion)
+  auto wrong_shape = [] { return Status::Corruption("a join state value has the wrong shape"); };
+  if (a.empty() || !a[kVersion].is_int()) return wrong_shape();
+  if (a[kVersion].as_int() != kJoinStateVersion) {
     return refused(std::to_string(a[kVersion].as_int()));
+  }
   auto side_ok = [&a](Slot times, Slot values, std::optional<Slot> flags) {
     if (!a[times].is_string() || !a[values].is_array()) return false;
     const size_t n = a[values].as_array().size();
@@ -122,7 +115,7 @@ Status JoinKeyState::Check(const Value& stored, bool left_flags) {
       !side_ok(kLeftTimes, kLeftValues, left_flags ? std::optional(kLeftFlags) : std::nullopt) ||
       (!left_flags && !a[kLeftFlags].as_string().empty()) ||
       !side_ok(kRightTimes, kRightValues, std::nullopt)) {
-    return Status::Corruption("a join state value has the wrong shape");
+    return wrong_shape();
   }
   return Status::OK();
 }
