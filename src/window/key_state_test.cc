@@ -40,6 +40,27 @@ Value ThroughTheBinaryForm(const Value& state) {
   return read.ok() ? std::move(*read) : Value();
 }
 
+TEST(KeyState, ANewKeyHasRoomForTheWindowsItHoldsAtOnce) {
+  // 10 s windows every 2 s with 2 s of grace: 6 hold an event time or wait out their grace, and
+  // the next one opens before the oldest closes.
+  const WindowStateLayout hopping(WindowDefinition::Hopping(10s, 2s).Grace(2s), 2);
+  EXPECT_EQ(hopping.expected_windows(), 7u);
+  EXPECT_EQ(kTumbling.expected_windows(), 2u);  // no grace: the current one and the next
+  EXPECT_EQ(WindowStateLayout(WindowDefinition::Hopping(60s, 1s), 1).expected_windows(), 8u);
+  EXPECT_EQ(WindowStateLayout(WindowDefinition::Session(30s), 1).expected_windows(), 1u);
+  EXPECT_EQ(kCount.expected_windows(), 1u);
+
+  Value state;
+  KeyState key = KeyState::Create(state, hopping, KeySerde::kInt);
+  const char* bytes = state.as_string().data();
+  for (size_t i = 0; i < hopping.expected_windows(); ++i) {
+    key.Insert(i, static_cast<int64_t>(i) * 2'000, static_cast<int64_t>(i) * 2'000 + 10'000);
+    Store(key, i, {Value(int64_t{1}), Value(int64_t{2})});
+  }
+  EXPECT_EQ(state.as_string().data(), bytes) << "the state grew window by window";
+  EXPECT_EQ(key.windows(), hopping.expected_windows());
+}
+
 TEST(KeyState, AStoredKeyOpensWithItsHeaderAndWindows) {
   Value state;
   KeyState created = KeyState::Create(state, kTumbling, KeySerde::kString);

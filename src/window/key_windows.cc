@@ -85,12 +85,24 @@ Result<Bounds> DecodePartitionBounds(const Value& stored) {
   return Bounds{EventTime(slots[1].as_int()), EventTime(slots[2].as_int())};
 }
 
+size_t WindowStateLayout::ExpectedWindows(const WindowDefinition& definition) {
+  constexpr int64_t kMostReserved = 8;
+  if (definition.kind() != WindowKind::kTumbling && definition.kind() != WindowKind::kHopping) {
+    return 1;
+  }
+  // Windows end step apart; those not yet closed span size + grace past the key's latest event.
+  const int64_t open_span = AddSaturating(definition.size(), definition.grace());
+  return static_cast<size_t>(std::min(kMostReserved, open_span / definition.step() + 1));
+}
+
 KeyState KeyState::Create(Value& state, const WindowStateLayout& layout, KeySerde serde) {
   char header[kHeaderBytes] = {};
   header[kVersionAt] = static_cast<char>(kWindowStateVersion);
   header[kSerdeAt] = static_cast<char>(serde);
   for (size_t at : {kWatermarkAt, kCloseAt, kLateAt}) std::memcpy(header + at, &kNoBound, 8);
-  Value packed{std::string_view(header, kHeaderBytes)};
+  Value packed{std::string_view()};
+  packed.mutable_string().reserve(kHeaderBytes + layout.expected_windows() * layout.stride());
+  packed.mutable_string().append(header, kHeaderBytes);
   if (layout.keeps_events()) {
     state = Value(Value::Array{std::move(packed), Value()});
   } else {

@@ -104,7 +104,8 @@ class WindowStateLayout {
         keeps_events_(definition.kind() == WindowKind::kSliding),
         aggregations_(aggregations),
         window_fields_(counts_events_ ? 41 : 17),
-        stride_(window_fields_ + aggregations * kSlotBytes) {}
+        stride_(window_fields_ + aggregations * kSlotBytes),
+        expected_windows_(ExpectedWindows(definition)) {}
   bool counts_events() const { return counts_events_; }  // count windows
   bool keeps_events() const { return keeps_events_; }    // sliding windows
   size_t aggregations() const { return aggregations_; }
@@ -114,13 +115,20 @@ class WindowStateLayout {
   // The index in an array-shaped state of the first box (after the packed string, and the kept
   // events of sliding windows).
   size_t first_box() const { return keeps_events_ ? 2 : 1; }
+  // How many windows a key's state has room for when it is created, so that it does not grow
+  // window by window: the most a time-aligned window's key holds at once (those holding an event
+  // time, and those waiting out their grace), at most 8; one for the other kinds.
+  size_t expected_windows() const { return expected_windows_; }
 
  private:
+  static size_t ExpectedWindows(const WindowDefinition& definition);
+
   bool counts_events_;
   bool keeps_events_;
   size_t aggregations_;
   size_t window_fields_;
   size_t stride_;
+  size_t expected_windows_;
 };
 
 // A view of a key's state value with named access to its header and its windows. It points into
