@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -194,25 +196,48 @@ TEST(IntervalJoin, AStateOfAnotherLayoutIsRefusedOnResume) {
     std::function<Value(const Value&)> rewrite;
     std::string error;
   };
+  // A state's right index and values rewritten by `change`, if it holds two rights or more.
+  auto rights = [](std::function<void(Value::String & index, Value::String & values)> change) {
+    return [change](const Value& v) {
+      Value changed = v;
+      Value::String& index = changed.as_array()[5].mutable_string();
+      if (index.size() >= 2 * dataflow::JoinSide::kIndexBytes) {
+        change(index, changed.as_array()[6].mutable_string());
+      }
+      return changed;
+    };
+  };
+  auto set_last_end = [](Value::String& index, int64_t end) {
+    std::memcpy(index.data() + index.size() - sizeof(end), &end, sizeof(end));
+  };
   const std::vector<Case> cases = {
       // The first layout: [serde, lefts, rights], each entry an array of its own.
       {[](const Value& v) {
          return Value::MakeArray(
              {v.as_array()[1], Value::MakeArray({Value::MakeArray({1, 2})}), Value::Array{}});
        },
-       "layout version 1 (this build reads 2)"},
-      // The same with an int key's serde (2), which equals the version that followed it.
+       "layout version 1 (this build reads 3)"},
+      // The same with an int key's serde (2), which equals a later version.
       {[](const Value&) {
          return Value::MakeArray(
              {static_cast<int64_t>(KeySerde::kInt), Value::Array{}, Value::Array{}});
        },
-       "layout version 1 (this build reads 2)"},
+       "layout version 1 (this build reads 3)"},
+      // The second: each side's values in an array.
+      {[](const Value& v) {
+         Value second = v;
+         second.as_array()[0] = 2;
+         second.as_array()[3] = Value::Array{};
+         second.as_array()[6] = Value::Array{};
+         return second;
+       },
+       "layout version 2 (this build reads 3)"},
       {[](const Value& v) {
          Value later = v;
-         later.as_array()[0] = 3;
+         later.as_array()[0] = 4;
          return later;
        },
-       "layout version 3 (this build reads 2)"},
+       "layout version 4 (this build reads 3)"},
       // A left flag too few.
       {[](const Value& v) {
          Value cut = v;
@@ -220,13 +245,31 @@ TEST(IntervalJoin, AStateOfAnotherLayoutIsRefusedOnResume) {
          return cut;
        },
        "wrong shape"},
-      // A right time too many.
-      {[](const Value& v) {
-         Value cut = v;
-         cut.as_array()[5].mutable_string().append(8, '\0');
-         return cut;
-       },
-       "wrong shape"}};
+      // Half a right index entry too many.
+      {rights([](Value::String& index, Value::String&) { index.append(8, '\0'); }), "wrong shape"},
+      // The last right ending past the values.
+      {rights([&](Value::String& index, Value::String& values) {
+         set_last_end(index, static_cast<int64_t>(values.size()) + 1);
+       }),
+       "wrong shape"},
+      // The last right's value a byte short (its end moved with it).
+      {rights([&](Value::String& index, Value::String& values) {
+         values.pop_back();
+         set_last_end(index, static_cast<int64_t>(values.size()));
+       }),
+       "is not one value in the binary form"},
+      // The first right ending past the values (and so after the second).
+      {rights([](Value::String& index, Value::String& values) {
+         const int64_t past = static_cast<int64_t>(values.size()) + 1;
+         std::memcpy(index.data() + 8, &past, sizeof(past));
+       }),
+       "ends outside its side's values"},
+      // The first right later than the second.
+      {rights([](Value::String& index, Value::String&) {
+         const int64_t latest = std::numeric_limits<int64_t>::max();
+         std::memcpy(index.data(), &latest, sizeof(latest));
+       }),
+       "out of time order"}};
   for (const Case& c : cases) {
     auto resumed = ResumeFromRewrittenState(Interval(5, 5, 10, true), "ij", c.rewrite);
     ASSERT_FALSE(resumed.ok()) << c.error;

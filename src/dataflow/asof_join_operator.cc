@@ -23,7 +23,7 @@ class AsOfJoinOperator final : public KeyedTimeJoin {
 
  private:
   void Add(int input, Record& event, JoinKeyState& state) override {
-    state.side(input).Insert(event.timestamp.value(), event.value);
+    state.side(input).Insert(event.timestamp.value(), event.value, encoding_scratch());
   }
 
   void Expire(const Key& key, int64_t horizon, JoinKeyState& state) override {
@@ -63,9 +63,10 @@ class AsOfJoinOperator final : public KeyedTimeJoin {
     const size_t after = rights.FirstAfter(t);
     if (after > 0 &&
         (lookback_.count() == 0 || rights.time(after - 1) >= (EventTime(t) - lookback_).value())) {
-      return Emit(key, t, lefts.value(l), rights.value(after - 1));
+      return Emit(key, t, PairPart::Stored(lefts.encoded(l)),
+                  PairPart::Stored(rights.encoded(after - 1)));
     }
-    Emit(key, t, lefts.value(l), Value());
+    Emit(key, t, PairPart::Stored(lefts.encoded(l)), PairPart());
   }
 
   const std::chrono::milliseconds lookback_;

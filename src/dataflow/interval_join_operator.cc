@@ -33,21 +33,22 @@ class IntervalJoinOperator final : public KeyedTimeJoin {
       bool matched = false;
       for (size_t r = rights.FirstAtOrAfter((at - lower_).value());
            r < rights.size() && EventTime(rights.time(r)) <= at + upper_; ++r) {
-        Emit(event.key, std::max(t, rights.time(r)), event.value, rights.value(r));
+        Emit(event.key, std::max(t, rights.time(r)), event.value,
+             PairPart::Stored(rights.encoded(r)));
         matched = true;
       }
       JoinSide lefts = state.side(kLeftInput);
-      const size_t inserted = lefts.Insert(t, event.value);
+      const size_t inserted = lefts.Insert(t, event.value, encoding_scratch());
       if (matched) lefts.Flag(inserted);
       return;
     }
     JoinSide lefts = state.side(kLeftInput);
     for (size_t l = lefts.FirstAtOrAfter((at - upper_).value());
          l < lefts.size() && EventTime(lefts.time(l)) <= at + lower_; ++l) {
-      Emit(event.key, std::max(t, lefts.time(l)), lefts.value(l), event.value);
+      Emit(event.key, std::max(t, lefts.time(l)), PairPart::Stored(lefts.encoded(l)), event.value);
       lefts.Flag(l);
     }
-    state.side(kRightInput).Insert(t, event.value);
+    state.side(kRightInput).Insert(t, event.value, encoding_scratch());
   }
 
   void Expire(const Key& key, int64_t horizon, JoinKeyState& state) override {
@@ -84,7 +85,7 @@ class IntervalJoinOperator final : public KeyedTimeJoin {
 
   void EmitIfUnmatched(const Key& key, const JoinSide& lefts, size_t l) {
     if (left_outer_ && !lefts.flagged(l)) {
-      Emit(key, lefts.time(l), lefts.value(l), Value());
+      Emit(key, lefts.time(l), PairPart::Stored(lefts.encoded(l)), PairPart());
     }
   }
 

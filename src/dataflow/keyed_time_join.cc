@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <ranges>
 #include <vector>
 
@@ -19,10 +20,15 @@ Result<Key> MessageKey(std::string_view state_key, KeySerde serde) {
 
 }  // namespace
 
-int64_t JoinSide::time(size_t i) const {
-  int64_t t;
-  std::memcpy(&t, times_->data() + i * sizeof(t), sizeof(t));
-  return t;
+int64_t JoinSide::Word(size_t i, size_t word) const {
+  int64_t w;
+  std::memcpy(&w, index_->data() + i * kIndexBytes + word * sizeof(w), sizeof(w));
+  return w;
+}
+
+std::string_view JoinSide::encoded(size_t i) const {
+  const size_t start = ValueStart(i);
+  return std::string_view(*values_).substr(start, static_cast<size_t>(Word(i, 1)) - start);
 }
 
 template <typename Before>
@@ -41,53 +47,64 @@ size_t JoinSide::FirstAfter(int64_t t) const {
   return PartitionPoint([t](int64_t ts) { return ts <= t; });
 }
 
-size_t JoinSide::Insert(int64_t t, const Value& value) {
-  // Whatever may throw (the copy, growing a container) comes first, so that the times, values and
-  // flags never differ in length.
-  Value entry = value;
-  auto room_for = [](auto& container, size_t more) {
-    if (container.capacity() < container.size() + more) {
-      container.reserve(std::max(2 * container.capacity(), container.size() + more));
-    }
+size_t JoinSide::Insert(int64_t t, const Value& value, std::string& scratch) {
+  // Whatever may throw (encoding, growing a string) comes first, so that the index, values and
+  // flags never disagree.
+  scratch.clear();
+  value.AppendBinary(scratch);
+  auto room_for = [](Value::String& s, size_t more) {
+    if (s.capacity() < s.size() + more) s.reserve(std::max(2 * s.capacity(), s.size() + more));
   };
-  room_for(*times_, sizeof(t));
-  room_for(*values_, 1);
+  room_for(*index_, kIndexBytes);
+  room_for(*values_, scratch.size());
   if (flags_ != nullptr) room_for(*flags_, 1);
   const size_t at = FirstAfter(t);
-  times_->insert(at * sizeof(t), reinterpret_cast<const char*>(&t), sizeof(t));
-  values_->insert(values_->begin() + static_cast<ptrdiff_t>(at), std::move(entry));
+  const size_t start = ValueStart(at);
+  values_->insert(start, scratch);
+  const int64_t entry[2] = {t, static_cast<int64_t>(start + scratch.size())};
+  index_->insert(at * kIndexBytes, reinterpret_cast<const char*>(entry), kIndexBytes);
+  // The later entries' values moved by the inserted bytes.
+  char* words = index_->data();
+  for (size_t i = at + 1, n = size(); i < n; ++i) {
+    const int64_t end = Word(i, 1) + static_cast<int64_t>(scratch.size());
+    std::memcpy(words + i * kIndexBytes + sizeof(int64_t), &end, sizeof(end));
+  }
   if (flags_ != nullptr) flags_->insert(at, 1, '\0');
   return at;
 }
 
 void JoinSide::EraseFirst(size_t n) {
-  times_->erase(0, n * sizeof(int64_t));
-  values_->erase(values_->begin(), values_->begin() + static_cast<ptrdiff_t>(n));
+  if (n == 0) return;
+  const int64_t cut = Word(n - 1, 1);
+  values_->erase(0, static_cast<size_t>(cut));
+  index_->erase(0, n * kIndexBytes);
+  char* words = index_->data();
+  for (size_t i = 0, left = size(); i < left; ++i) {
+    const int64_t end = Word(i, 1) - cut;
+    std::memcpy(words + i * kIndexBytes + sizeof(int64_t), &end, sizeof(end));
+  }
   if (flags_ != nullptr) flags_->erase(0, n);
 }
 
 JoinSide JoinKeyState::Side(int input) const {
   if (input == kLeftInput) {
-    return JoinSide(stored_[kLeftTimes].mutable_string(), stored_[kLeftValues].as_array(),
+    return JoinSide(stored_[kLeftIndex].mutable_string(), stored_[kLeftValues].mutable_string(),
                     left_flags_ ? &stored_[kLeftFlags].mutable_string() : nullptr);
   }
-  return JoinSide(stored_[kRightTimes].mutable_string(), stored_[kRightValues].as_array(), nullptr);
+  return JoinSide(stored_[kRightIndex].mutable_string(), stored_[kRightValues].mutable_string(),
+                  nullptr);
 }
 
 Value JoinKeyState::Empty(KeySerde serde) {
   // Each slot made in place, in slot order (assigned after, they cost 2.7% of the interval join
   // bench's task threads, a new key per event or two).
-  static_assert(kVersion == 0 && kSerde == 1 && kLeftTimes == 2 && kLeftValues == 3 &&
-                kLeftFlags == 4 && kRightTimes == 5 && kRightValues == 6 && kSlots == 7);
+  static_assert(kVersion == 0 && kSerde == 1 && kLeftIndex == 2 && kLeftValues == 3 &&
+                kLeftFlags == 4 && kRightIndex == 5 && kRightValues == 6 && kSlots == 7);
   Value::Array stored;
   stored.reserve(kSlots);
   stored.emplace_back(kJoinStateVersion);
   stored.emplace_back(static_cast<int64_t>(serde));
-  stored.emplace_back("");
-  stored.emplace_back(Value::Array{});
-  stored.emplace_back("");
-  stored.emplace_back("");
-  stored.emplace_back(Value::Array{});
+  for (size_t slot = kLeftIndex; slot < kSlots; ++slot) stored.emplace_back("");
   return Value(std::move(stored));
 }
 
@@ -105,19 +122,73 @@ Status JoinKeyState::Check(const Value& stored, bool left_flags) {
   if (a[kVersion].as_int() != kJoinStateVersion) {
     return refused(std::to_string(a[kVersion].as_int()));
   }
-  auto side_ok = [&a](Slot times, Slot values, std::optional<Slot> flags) {
-    if (!a[times].is_string() || !a[values].is_array()) return false;
-    const size_t n = a[values].as_array().size();
-    return a[times].as_string().size() == n * sizeof(int64_t) &&
+  if (a.size() != kSlots || !a[kSerde].is_int()) return wrong_shape();
+  for (size_t slot = kLeftIndex; slot < kSlots; ++slot) {
+    if (!a[slot].is_string()) return wrong_shape();
+  }
+  // The index holds whole entries, the last ending where the values do; one flag per entry.
+  auto side_ok = [&a](Slot index, Slot values, std::optional<Slot> flags) {
+    const std::string_view words = a[index].as_string();
+    if (words.size() % JoinSide::kIndexBytes != 0) return false;
+    const size_t n = words.size() / JoinSide::kIndexBytes;
+    int64_t last_end = 0;
+    if (n > 0) std::memcpy(&last_end, words.data() + words.size() - 8, sizeof(last_end));
+    return last_end == static_cast<int64_t>(a[values].as_string().size()) &&
            (!flags || a[*flags].as_string().size() == n);
   };
-  if (a.size() != kSlots || !a[kSerde].is_int() || !a[kLeftFlags].is_string() ||
-      !side_ok(kLeftTimes, kLeftValues, left_flags ? std::optional(kLeftFlags) : std::nullopt) ||
+  if (!side_ok(kLeftIndex, kLeftValues, left_flags ? std::optional(kLeftFlags) : std::nullopt) ||
       (!left_flags && !a[kLeftFlags].as_string().empty()) ||
-      !side_ok(kRightTimes, kRightValues, std::nullopt)) {
+      !side_ok(kRightIndex, kRightValues, std::nullopt)) {
     return wrong_shape();
   }
   return Status::OK();
+}
+
+Status JoinKeyState::CheckEntries(const Value& stored, bool left_flags) {
+  WEIR_RETURN_IF_ERROR(Check(stored, left_flags));
+  const Value::Array& a = stored.as_array();
+  Value decoded;
+  for (const auto& [index, values] :
+       {std::pair(kLeftIndex, kLeftValues), std::pair(kRightIndex, kRightValues)}) {
+    const std::string_view words = a[index].as_string(), bytes = a[values].as_string();
+    int64_t last_time = std::numeric_limits<int64_t>::min();
+    size_t start = 0;
+    for (size_t at = 0; at < words.size(); at += JoinSide::kIndexBytes) {
+      auto entry = [at] {
+        return "a join state's entry " + std::to_string(at / JoinSide::kIndexBytes);
+      };
+      int64_t time, end;
+      std::memcpy(&time, words.data() + at, sizeof(time));
+      std::memcpy(&end, words.data() + at + sizeof(time), sizeof(end));
+      if (time < last_time) return Status::Corruption(entry() + " is out of time order");
+      if (end < static_cast<int64_t>(start) || end > static_cast<int64_t>(bytes.size())) {
+        return Status::Corruption(entry() + " ends outside its side's values");
+      }
+      std::string_view value = bytes.substr(start, static_cast<size_t>(end) - start);
+      Status read = decoded.AssignBinary(value);
+      if (!read.ok() || !value.empty()) {
+        return Status::Corruption(entry() + " is not one value in the binary form");
+      }
+      last_time = time;
+      start = static_cast<size_t>(end);
+    }
+  }
+  return Status::OK();
+}
+
+Status PairPart::AssignTo(Value& slot) const {
+  if (value_ != nullptr) {
+    slot = *value_;
+    return Status::OK();
+  }
+  if (!stored_) {
+    slot = Value();
+    return Status::OK();
+  }
+  std::string_view bytes = encoded_;
+  Status read = slot.AssignBinary(bytes);
+  if (read.ok() && !bytes.empty()) read = Status::Corruption("bytes after the value");
+  return read.WithContext("a join state's entry");
 }
 
 std::string JoinLateTopic(std::string_view option, std::string_view application) {
@@ -135,7 +206,7 @@ KeyedTimeJoin::KeyedTimeJoin(const StepContext& context, std::chrono::millisecon
 Status KeyedTimeJoin::Restore() {
   Status invalid;
   Status scanned = store_.Scan("", "", false, [&](std::string_view key, const Value& stored) {
-    invalid = JoinKeyState::Check(stored, left_flags_);
+    invalid = JoinKeyState::CheckEntries(stored, left_flags_);
     if (!invalid.ok()) return false;
     Value copy = stored;  // JoinKeyState views a mutable value
     Reindex(key, std::nullopt, DueAt(JoinKeyState(copy, left_flags_)));
@@ -184,15 +255,17 @@ void KeyedTimeJoin::OnWatermark(Watermark watermark) {
   Operator::OnWatermark(watermark);
 }
 
-void KeyedTimeJoin::Emit(const Key& key, int64_t time, const Value& left, const Value& right) {
+void KeyedTimeJoin::Emit(const Key& key, int64_t time, const PairPart& left,
+                         const PairPart& right) {
   Value& pair = emitted_.value;
   if (!pair.is_object() || pair.as_object().size() != 2 || pair.as_object()[0].first != "left" ||
       pair.as_object()[1].first != "right") {
     pair = Value::MakeObject({{"left", Value()}, {"right", Value()}});
   }
   Value::Object& sides = pair.as_object();
-  sides[0].second = left;
-  sides[1].second = right;
+  Status assigned = left.AssignTo(sides[0].second);
+  if (assigned.ok()) assigned = right.AssignTo(sides[1].second);
+  if (!assigned.ok()) return Fail(assigned);
   emitted_.key = key;
   emitted_.timestamp = EventTime(time);
   emitted_.headers.clear();

@@ -2,8 +2,9 @@
 // 1: right) that joins events by message key and event time.
 //
 // State: each key's events in one value of the step's store (JoinKeyState below), each side's
-// entries (a time, a value, maybe a flag) in time order (ties: arrival order). The store caches
-// it and writes it behind at the checkpoint, so state and outputs are exactly once together.
+// entries (a time, a value in the binary form, maybe a flag) in time order (ties: arrival order).
+// The store caches it and writes it behind at the checkpoint, so state and outputs are exactly once
+// together.
 //
 // Lateness: the horizon is watermark - grace; an event with ts < horizon when it arrives is
 // late: it goes to the late topic ({reason, late_by_ms, value}) and is counted, never joined.
@@ -43,26 +44,30 @@ inline constexpr int kRightInput = 1;
 
 // The version of the stored layout below; a value of another version or shape is refused
 // (kCorruption) when the task opens (KeyedTimeJoin::Restore), never read as something else.
-inline constexpr int64_t kJoinStateVersion = 2;
+inline constexpr int64_t kJoinStateVersion = 3;
 
 // One side's entries, in time order (ties: arrival order), viewed in a key's state
-// (JoinKeyState): their times, a string of 8-byte integers in host order (little-endian on every
-// target); their values, an array; and maybe their flags, a string of one byte per entry (an
-// interval join's lefts: whether the entry matched). A binary search reads the times in place,
-// an entry is no array of its own to allocate and free, and an entry inserted out of order moves
-// one Value per later entry. (An array per entry: q4's join spent 10% of its task's samples
-// reaching a probed entry's time through its array. Entries flat in one array, [ts, value, ts,
-// value, ...]: q4 0.87x, from moving two or three Values per later entry.)
+// (JoinKeyState): their index, a string of 16 bytes per entry (its time, and the end of its value
+// in the side's bytes: two 8-byte integers in host order, little-endian on every target); their
+// values in the binary form (Value::AppendBinary), one after another in one string; and maybe
+// their flags, a string of one byte per entry (an interval join's lefts: whether the entry
+// matched). A binary search reads the times in place; an entry inserted out of order moves the
+// later entries' bytes, and an expiry erases a prefix of bytes, with no Value to move or free.
+// (Values in an array, one per entry, at version 2: moving and freeing them was 16% of q4's task
+// threads. An array per entry, at version 1: q4's join spent 10% of its task's samples reaching a
+// probed entry's time through its array.)
 class JoinSide {
  public:
-  // REQUIRES: times holds 8 bytes per value, flags (if not null) one byte.
-  JoinSide(Value::String& times, Value::Array& values, Value::String* flags)
-      : times_(&times), values_(&values), flags_(flags) {}
+  // REQUIRES: the strings are a side of a state that passes JoinKeyState::Check.
+  JoinSide(Value::String& index, Value::String& values, Value::String* flags)
+      : index_(&index), values_(&values), flags_(flags) {}
 
-  size_t size() const { return values_->size(); }
-  bool empty() const { return values_->empty(); }
-  int64_t time(size_t i) const;
-  const Value& value(size_t i) const { return (*values_)[i]; }
+  size_t size() const { return index_->size() / kIndexBytes; }
+  bool empty() const { return index_->empty(); }
+  int64_t time(size_t i) const { return Word(i, 0); }
+  // Entry i's value in the binary form: decode it with Value::AssignBinary, or emit it as a
+  // PairPart::Stored.
+  std::string_view encoded(size_t i) const;
   // REQUIRES: the side has flags.
   bool flagged(size_t i) const { return (*flags_)[i] != 0; }
   void Flag(size_t i) { (*flags_)[i] = 1; }
@@ -70,34 +75,40 @@ class JoinSide {
   // The first entry with ts >= t, and with ts > t (size() if none).
   size_t FirstAtOrAfter(int64_t t) const;
   size_t FirstAfter(int64_t t) const;
-  // Adds an entry after every entry of its time or earlier, with a copy of `value` (to its size:
-  // the record's slot keeps its own memory for the next record, and the state holds no spare
-  // capacity; moving a slot's value in kept the slot's capacity in the state and made the source
-  // allocate the slot again: Nexmark q4 1.15-1.3x the allocations, 1.3-1.5x the peak memory) and
-  // its flag clear. Returns its index. `value` must not be in this side.
-  size_t Insert(int64_t t, const Value& value);
+  // Adds an entry after every entry of its time or earlier, with `value` encoded (through
+  // `scratch`, whose memory is kept for the next) and its flag clear. Returns its index. If it
+  // throws (bad_alloc), the side is as it was.
+  size_t Insert(int64_t t, const Value& value, std::string& scratch);
   // Drops the first n entries.
   void EraseFirst(size_t n);
+
+  static constexpr size_t kIndexBytes = 16;
 
  private:
   template <typename Before>
   size_t PartitionPoint(Before before) const;
+  // Word 0 of entry i's index is its time, word 1 the end of its value.
+  int64_t Word(size_t i, size_t word) const;
+  size_t ValueStart(size_t i) const { return i == 0 ? 0 : static_cast<size_t>(Word(i - 1, 1)); }
 
-  Value::String* times_;
-  Value::Array* values_;
+  Value::String* index_;
+  Value::String* values_;
   Value::String* flags_;  // nullptr: the side has none
 };
 
-// A key's stored state, viewed in place: one array, [kJoinStateVersion, serde, left times, left
-// values, left flags, right times, right values] (JoinSide; one array, so that a new key costs
+// A key's stored state, viewed in place: one array, [kJoinStateVersion, serde, left index, left
+// values, left flags, right index, right values] (JoinSide; one array, so that a new key costs
 // one allocation). The left flags are empty if the join keeps none (`left_flags`).
 class JoinKeyState {
  public:
   // A new key's state.
   static Value Empty(KeySerde serde);
   // OK if `stored` is a key's state with `left_flags`; else kCorruption saying what is wrong
-  // (another layout: its version).
+  // (another layout: its version). Reads the slots' sizes, not the entries (O(1)).
   static Status Check(const Value& stored, bool left_flags);
+  // Check, and every entry's index and value as well: that the ends ascend and every value
+  // decodes to exactly its bytes (O(state); for a state read from the store).
+  static Status CheckEntries(const Value& stored, bool left_flags);
   // REQUIRES: Check(stored, left_flags).ok().
   JoinKeyState(Value& stored, bool left_flags)
       : stored_(stored.as_array()), left_flags_(left_flags) {}
@@ -105,17 +116,17 @@ class JoinKeyState {
   JoinSide side(int input) { return Side(input); }
   const JoinSide side(int input) const { return Side(input); }
   bool empty() const {
-    return stored_[kLeftValues].as_array().empty() && stored_[kRightValues].as_array().empty();
+    return stored_[kLeftIndex].as_string().empty() && stored_[kRightIndex].as_string().empty();
   }
 
  private:
   enum Slot : size_t {
     kVersion,
     kSerde,
-    kLeftTimes,
+    kLeftIndex,
     kLeftValues,
     kLeftFlags,
-    kRightTimes,
+    kRightIndex,
     kRightValues,
     kSlots
   };
@@ -125,10 +136,32 @@ class JoinKeyState {
   const bool left_flags_;
 };
 
+// One side of a pair that KeyedTimeJoin::Emit builds: an arriving event's value, a stored entry's
+// (JoinSide::encoded, decoded into the pair), or null (an outer join's missing partner).
+class PairPart {
+ public:
+  PairPart() = default;                             // null
+  PairPart(const Value& value) : value_(&value) {}  // NOLINT(google-explicit-constructor)
+  static PairPart Stored(std::string_view encoded) {
+    PairPart part;
+    part.encoded_ = encoded;
+    part.stored_ = true;
+    return part;
+  }
+  // Makes `slot` this part: a copy, a decoding (kCorruption if the bytes are not exactly one
+  // value) or null.
+  Status AssignTo(Value& slot) const;
+
+ private:
+  const Value* value_ = nullptr;
+  std::string_view encoded_;
+  bool stored_ = false;
+};
+
 class KeyedTimeJoin : public MultiInputOperator {
  public:
-  // Rebuilds the index from the store, checking every stored state (JoinKeyState::Check): the
-  // per-event path relies on it. kCorruption/kIOError from the store.
+  // Rebuilds the index from the store, checking every stored state (JoinKeyState::CheckEntries):
+  // the per-event path relies on it. kCorruption/kIOError from the store.
   Status Restore();
 
   void ProcessInput(int input, Record&& event) final;
@@ -150,10 +183,13 @@ class KeyedTimeJoin : public MultiInputOperator {
 
   // Forwards {"left": left, "right": right} under `key` at `time`. The pair is built in a record
   // the step keeps (emitted_): the steps after a join mostly read it (a filter, a map), so the next
-  // match is copy-assigned over the objects, strings and arrays this one left there (allocating
-  // only where it is larger). A step that took the pair, or left it in another shape than an
-  // object of exactly "left" and "right", costs the next match a fresh one.
-  void Emit(const Key& key, int64_t time, const Value& left, const Value& right);
+  // match is copied or decoded over the objects, strings and arrays this one left there
+  // (allocating only where it is larger). A step that took the pair, or left it in another shape
+  // than an object of exactly "left" and "right", costs the next match a fresh one. A stored part
+  // that does not decode fails the step (kCorruption).
+  void Emit(const Key& key, int64_t time, const PairPart& left, const PairPart& right);
+  // The memory an Insert encodes through (JoinSide::Insert's scratch).
+  std::string& encoding_scratch() { return encoding_scratch_; }
 
  private:
   int64_t Horizon(Watermark watermark) const;
@@ -191,6 +227,7 @@ class KeyedTimeJoin : public MultiInputOperator {
   static constexpr size_t kMaxSpareNodes = 4096;
   std::string state_key_;
   Record emitted_;  // Emit's output, kept for the memory of its value
+  std::string encoding_scratch_;
 };
 
 // The late topic of a join: its option, or "<application>.late".

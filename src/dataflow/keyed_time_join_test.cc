@@ -18,20 +18,30 @@ struct ModelEntry {
   bool flagged = false;
 };
 
+// An entry's value: its id, and a string whose length varies with it (values of many sizes, so
+// that an entry's bytes are found by its index, not by a fixed stride).
+Value EntryValue(int64_t id) {
+  return Value::MakeObject({{"id", id}, {"pad", std::string(static_cast<size_t>(id % 23), 'x')}});
+}
+
 void ExpectSideIs(const JoinSide& side, const std::vector<ModelEntry>& model, bool flags) {
   ASSERT_EQ(side.size(), model.size());
   for (size_t i = 0; i < model.size(); ++i) {
     EXPECT_EQ(side.time(i), model[i].ts) << "entry " << i;
-    EXPECT_EQ(side.value(i).as_int(), model[i].id) << "entry " << i;
+    std::string_view bytes = side.encoded(i);
+    Value value;
+    ASSERT_TRUE(value.AssignBinary(bytes).ok()) << "entry " << i;
+    EXPECT_TRUE(bytes.empty()) << "entry " << i << ": bytes after its value";
+    EXPECT_EQ(value, EntryValue(model[i].id)) << "entry " << i;
     if (flags) {
       EXPECT_EQ(side.flagged(i), model[i].flagged) << "entry " << i;
     }
   }
 }
 
-// Random inserts (many ties, times below zero), flags, searches and expiries on both sides of a
-// key's state, checked after each step against a vector kept in order by hand; the state passes
-// Check throughout.
+// Random inserts (many ties, times below zero, values of many sizes), flags, searches and
+// expiries on both sides of a key's state, checked after each step against a vector kept in order
+// by hand; the state passes CheckEntries throughout.
 TEST(JoinSide, KeepsTimeOrderAndArrivalOrderAmongTiesThroughInsertsFlagsAndExpiry) {
   std::mt19937_64 random(14);
   for (const bool left_flags : {true, false}) {
@@ -40,6 +50,7 @@ TEST(JoinSide, KeepsTimeOrderAndArrivalOrderAmongTiesThroughInsertsFlagsAndExpir
     JoinKeyState state(stored, left_flags);
     std::vector<ModelEntry> model[2];
     int64_t next_id = 0;
+    std::string scratch;
     for (int step = 0; step < 4000; ++step) {
       const int input = static_cast<int>(random() % 2);
       const bool flags = input == kLeftInput && left_flags;
@@ -61,7 +72,7 @@ TEST(JoinSide, KeepsTimeOrderAndArrivalOrderAmongTiesThroughInsertsFlagsAndExpir
           }
           break;
         default: {
-          const size_t at = side.Insert(t, Value(next_id));
+          const size_t at = side.Insert(t, EntryValue(next_id), scratch);
           auto after = std::find_if(entries.begin(), entries.end(),
                                     [t](const ModelEntry& e) { return e.ts > t; });
           EXPECT_EQ(at, static_cast<size_t>(after - entries.begin()));
@@ -77,7 +88,7 @@ TEST(JoinSide, KeepsTimeOrderAndArrivalOrderAmongTiesThroughInsertsFlagsAndExpir
       EXPECT_EQ(side.FirstAfter(probe),
                 count_if([probe](const ModelEntry& e) { return e.ts <= probe; }));
       ExpectSideIs(side, entries, flags);
-      ASSERT_TRUE(JoinKeyState::Check(stored, left_flags).ok()) << "step " << step;
+      ASSERT_TRUE(JoinKeyState::CheckEntries(stored, left_flags).ok()) << "step " << step;
       EXPECT_EQ(state.empty(), model[0].empty() && model[1].empty());
       if (HasFailure()) return;
     }
