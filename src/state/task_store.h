@@ -117,6 +117,8 @@ class KeyValueStore {
   // its absence) as clean.
   Result<CacheNode*> Load(std::string_view key);
   Result<Value> Decode(std::string_view key, std::string_view bytes) const;
+  // Sorts unindexed_ by key.
+  void SortUnindexed();
   // Moves unindexed_ into dirty_index_.
   void IndexDirty();
   // Checkpoint steps, driven by TaskStore.
