@@ -131,8 +131,7 @@ TEST(AsOfJoin, StateIsPrunedByWatermark) {
   EXPECT_LE(stored.events, 50u) << "of " << stored.records_in << " read";
 }
 
-// An as-of join keeps no flags: a state with some, as an interval join's, is refused when the task
-// opens.
+// An as-of join keeps no flags: a state with a flag byte is refused when the task opens.
 TEST(AsOfJoin, AStateWithLeftFlagsIsRefusedOnResume) {
   auto resumed = ResumeFromRewrittenState(AsOf(0, 10), "asof", [](const Value& v) {
     Value flagged = v;

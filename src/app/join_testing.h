@@ -263,7 +263,7 @@ inline StoredJoinState StateAfterALongRun(const JoinBuilder& join, const std::st
   stored.status = (*store)->store(step).Scan("", "", false, [&](std::string_view, const Value& v) {
     ++stored.keys;
     Value copy = v;
-    layout = dataflow::JoinKeyState::Check(copy, left_flags);
+    layout = dataflow::JoinKeyState::CheckEntries(copy, left_flags);
     if (!layout.ok()) return false;
     dataflow::JoinKeyState state(copy, left_flags);
     stored.events +=

@@ -63,14 +63,17 @@ size_t JoinSide::Insert(int64_t t, const Value& value, std::string& scratch) {
   values_->insert(start, scratch);
   const int64_t entry[2] = {t, static_cast<int64_t>(start + scratch.size())};
   index_->insert(at * kIndexBytes, reinterpret_cast<const char*>(entry), kIndexBytes);
-  // The later entries' values moved by the inserted bytes.
-  char* words = index_->data();
-  for (size_t i = at + 1, n = size(); i < n; ++i) {
-    const int64_t end = Word(i, 1) + static_cast<int64_t>(scratch.size());
-    std::memcpy(words + i * kIndexBytes + sizeof(int64_t), &end, sizeof(end));
-  }
+  ShiftEnds(at + 1, static_cast<int64_t>(scratch.size()));  // the later values moved
   if (flags_ != nullptr) flags_->insert(at, 1, '\0');
   return at;
+}
+
+void JoinSide::ShiftEnds(size_t from, int64_t delta) {
+  char* words = index_->data();
+  for (size_t i = from, n = size(); i < n; ++i) {
+    const int64_t end = Word(i, 1) + delta;
+    std::memcpy(words + i * kIndexBytes + sizeof(int64_t), &end, sizeof(end));
+  }
 }
 
 void JoinSide::EraseFirst(size_t n) {
@@ -78,11 +81,7 @@ void JoinSide::EraseFirst(size_t n) {
   const int64_t cut = Word(n - 1, 1);
   values_->erase(0, static_cast<size_t>(cut));
   index_->erase(0, n * kIndexBytes);
-  char* words = index_->data();
-  for (size_t i = 0, left = size(); i < left; ++i) {
-    const int64_t end = Word(i, 1) - cut;
-    std::memcpy(words + i * kIndexBytes + sizeof(int64_t), &end, sizeof(end));
-  }
+  ShiftEnds(0, -cut);
   if (flags_ != nullptr) flags_->erase(0, n);
 }
 
@@ -148,14 +147,19 @@ Status JoinKeyState::CheckEntries(const Value& stored, bool left_flags) {
   WEIR_RETURN_IF_ERROR(Check(stored, left_flags));
   const Value::Array& a = stored.as_array();
   Value decoded;
-  for (const auto& [index, values] :
-       {std::pair(kLeftIndex, kLeftValues), std::pair(kRightIndex, kRightValues)}) {
+  struct SideSlots {
+    const char* name;
+    Slot index, values;
+  };
+  for (const auto& [side, index, values] : {SideSlots{"left", kLeftIndex, kLeftValues},
+                                            SideSlots{"right", kRightIndex, kRightValues}}) {
     const std::string_view words = a[index].as_string(), bytes = a[values].as_string();
     int64_t last_time = std::numeric_limits<int64_t>::min();
     size_t start = 0;
     for (size_t at = 0; at < words.size(); at += JoinSide::kIndexBytes) {
-      auto entry = [at] {
-        return "a join state's entry " + std::to_string(at / JoinSide::kIndexBytes);
+      auto entry = [&] {
+        return "a join state's " + std::string(side) + " entry " +
+               std::to_string(at / JoinSide::kIndexBytes);
       };
       int64_t time, end;
       std::memcpy(&time, words.data() + at, sizeof(time));
@@ -167,7 +171,8 @@ Status JoinKeyState::CheckEntries(const Value& stored, bool left_flags) {
       std::string_view value = bytes.substr(start, static_cast<size_t>(end) - start);
       Status read = decoded.AssignBinary(value);
       if (!read.ok() || !value.empty()) {
-        return Status::Corruption(entry() + " is not one value in the binary form");
+        return Status::Corruption(entry() + " is not one value in the binary form (" +
+                                  (read.ok() ? "bytes after it" : read.message()) + ")");
       }
       last_time = time;
       start = static_cast<size_t>(end);

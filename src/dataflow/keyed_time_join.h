@@ -58,7 +58,8 @@ inline constexpr int64_t kJoinStateVersion = 3;
 // probed entry's time through its array.)
 class JoinSide {
  public:
-  // REQUIRES: the strings are a side of a state that passes JoinKeyState::Check.
+  // REQUIRES: the strings are a side of a state that passed JoinKeyState::CheckEntries when it
+  // was read, and has been changed since only through JoinSide.
   JoinSide(Value::String& index, Value::String& values, Value::String* flags)
       : index_(&index), values_(&values), flags_(flags) {}
 
@@ -79,7 +80,7 @@ class JoinSide {
   // `scratch`, whose memory is kept for the next) and its flag clear. Returns its index. If it
   // throws (bad_alloc), the side is as it was.
   size_t Insert(int64_t t, const Value& value, std::string& scratch);
-  // Drops the first n entries.
+  // Drops the first n entries (REQUIRES: n <= size()).
   void EraseFirst(size_t n);
 
   static constexpr size_t kIndexBytes = 16;
@@ -89,6 +90,8 @@ class JoinSide {
   size_t PartitionPoint(Before before) const;
   // Word 0 of entry i's index is its time, word 1 the end of its value.
   int64_t Word(size_t i, size_t word) const;
+  // Adds delta to the ends of entries [from, size()).
+  void ShiftEnds(size_t from, int64_t delta);
   size_t ValueStart(size_t i) const { return i == 0 ? 0 : static_cast<size_t>(Word(i - 1, 1)); }
 
   Value::String* index_;
@@ -104,12 +107,13 @@ class JoinKeyState {
   // A new key's state.
   static Value Empty(KeySerde serde);
   // OK if `stored` is a key's state with `left_flags`; else kCorruption saying what is wrong
-  // (another layout: its version). Reads the slots' sizes, not the entries (O(1)).
+  // (another layout: its version). Reads the slots' types and sizes and each side's last end,
+  // not the entries (O(1)): a shape check for a state this step has been keeping.
   static Status Check(const Value& stored, bool left_flags);
-  // Check, and every entry's index and value as well: that the ends ascend and every value
-  // decodes to exactly its bytes (O(state); for a state read from the store).
+  // Check, and every entry as well: times in order, ends ascending within the side's values,
+  // every value decoding to exactly its bytes (O(state); for a state read from the store).
   static Status CheckEntries(const Value& stored, bool left_flags);
-  // REQUIRES: Check(stored, left_flags).ok().
+  // REQUIRES: as JoinSide's.
   JoinKeyState(Value& stored, bool left_flags)
       : stored_(stored.as_array()), left_flags_(left_flags) {}
   KeySerde serde() const { return static_cast<KeySerde>(stored_[kSerde].as_int()); }

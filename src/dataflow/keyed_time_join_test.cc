@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -92,6 +94,57 @@ TEST(JoinSide, KeepsTimeOrderAndArrivalOrderAmongTiesThroughInsertsFlagsAndExpir
       EXPECT_EQ(state.empty(), model[0].empty() && model[1].empty());
       if (HasFailure()) return;
     }
+  }
+}
+
+// A stored state that passes Check (its shape, its last ends) but whose entries are wrong is
+// refused by CheckEntries, saying which entry and why.
+TEST(JoinKeyState, CheckEntriesRefusesEntriesOutOfOrderOrThatDoNotDecode) {
+  Value good = JoinKeyState::Empty(KeySerde::kString);
+  {
+    JoinKeyState state(good, true);
+    std::string scratch;
+    for (int64_t id : {1, 2, 3}) state.side(kRightInput).Insert(10 * id, EntryValue(id), scratch);
+  }
+  ASSERT_TRUE(JoinKeyState::CheckEntries(good, true).ok());
+  constexpr size_t kRightIndex = 5, kRightValues = 6;
+  auto write_word = [](Value& stored, size_t entry, size_t word, int64_t w) {
+    std::memcpy(stored.as_array()[kRightIndex].mutable_string().data() + entry * 16 + word * 8, &w,
+                8);
+  };
+  auto read_end = [](const Value& stored, size_t entry) {
+    int64_t end;
+    std::memcpy(&end, stored.as_array()[kRightIndex].as_string().data() + entry * 16 + 8, 8);
+    return end;
+  };
+  struct Case {
+    std::string name;
+    std::function<void(Value&)> change;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {"a time before the one ahead of it", [&](Value& v) { write_word(v, 1, 0, 5); },
+       "right entry 1 is out of time order"},
+      {"an end before the one ahead of it, within the values",
+       [&](Value& v) { write_word(v, 1, 1, read_end(v, 0) - 1); },
+       "right entry 1 ends outside its side's values"},
+      {"an end past the values", [&](Value& v) { write_word(v, 0, 1, read_end(v, 2) + 1); },
+       "right entry 0 ends outside its side's values"},
+      {"a value cut short, the next one longer",
+       [&](Value& v) { write_word(v, 0, 1, read_end(v, 0) - 1); },
+       "right entry 0 is not one value in the binary form"},
+      {"a value's tag byte unknown",
+       [&](Value& v) {
+         v.as_array()[kRightValues].mutable_string()[static_cast<size_t>(read_end(v, 0))] = '\x7f';
+       },
+       "right entry 1 is not one value in the binary form"}};
+  for (const Case& c : cases) {
+    Value broken = good;
+    c.change(broken);
+    EXPECT_TRUE(JoinKeyState::Check(broken, true).ok()) << c.name << ": the shape is right";
+    Status checked = JoinKeyState::CheckEntries(broken, true);
+    EXPECT_NE(checked.message().find(c.error), std::string::npos)
+        << c.name << ": " << checked.ToString();
   }
 }
 

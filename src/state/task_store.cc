@@ -341,12 +341,9 @@ Status KeyValueStore::Scan(
 void KeyValueStore::SortUnindexed() {
   // By the keys' heads, read once, beside the nodes: compared through the nodes, each compare of
   // the sort was two cache misses.
-  struct HeadAndNode {
-    KeyHead head;
-    CacheNode* node;
-  };
-  std::vector<HeadAndNode> by_key;
-  by_key.reserve(unindexed_.size());
+  // The vector is kept: a Scan sorts what was written since the one before, often a few keys.
+  std::vector<HeadAndNode>& by_key = sort_scratch_;
+  by_key.clear();
   for (CacheNode* node : unindexed_) by_key.push_back({KeyHead(node->first), node});
   std::sort(by_key.begin(), by_key.end(), [](const HeadAndNode& a, const HeadAndNode& b) {
     if (a.head != b.head) return a.head < b.head;

@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "state/key_encoding.h"
 #include "state/node_map.h"
 #include "weir/status.h"
 #include "weir/value.h"
@@ -153,7 +154,12 @@ class KeyValueStore {
   // store that is only read and written by key (a counter) never needs to pay.
   std::map<std::string_view, Entry*> dirty_index_;
   std::vector<CacheNode*> unindexed_;
-  std::string prefetch_key_;  // scratch for PrefetchMessageKey
+  struct HeadAndNode {
+    KeyHead head;
+    CacheNode* node;
+  };
+  std::vector<HeadAndNode> sort_scratch_;  // SortUnindexed's
+  std::string prefetch_key_;               // scratch for PrefetchMessageKey
   // PrefetchMessageKey's hashes by tag, a slot per tag (a tag's slot taken by another costs a
   // second hash of its key, nothing else). 64: four times the announcements in flight.
   struct AnnouncedHash {

@@ -47,8 +47,12 @@ TEST(KeyState, ANewKeyHasRoomForTheWindowsItHoldsAtOnce) {
   EXPECT_EQ(hopping.expected_windows(), 7u);
   EXPECT_EQ(kTumbling.expected_windows(), 2u);  // no grace: the current one and the next
   EXPECT_EQ(WindowStateLayout(WindowDefinition::Hopping(60s, 1s), 1).expected_windows(), 8u);
+  // A grace longer than the size counts as the size.
+  EXPECT_EQ(WindowStateLayout(WindowDefinition::Tumbling(60s).Grace(3600s), 1).expected_windows(),
+            3u);
   EXPECT_EQ(WindowStateLayout(WindowDefinition::Session(30s), 1).expected_windows(), 1u);
   EXPECT_EQ(kCount.expected_windows(), 1u);
+  EXPECT_EQ(kSliding.expected_windows(), 1u);
 
   Value state;
   KeyState key = KeyState::Create(state, hopping, KeySerde::kInt);
@@ -59,6 +63,14 @@ TEST(KeyState, ANewKeyHasRoomForTheWindowsItHoldsAtOnce) {
   }
   EXPECT_EQ(state.as_string().data(), bytes) << "the state grew window by window";
   EXPECT_EQ(key.windows(), hopping.expected_windows());
+
+  // A sliding window's state is an array (the packed string, the kept events): the string keeps
+  // its room there too.
+  Value sliding_state;
+  KeyState sliding = KeyState::Create(sliding_state, kSliding, KeySerde::kInt);
+  const char* sliding_bytes = sliding_state.as_array()[0].as_string().data();
+  sliding.Insert(0, 0, 10'000);
+  EXPECT_EQ(sliding_state.as_array()[0].as_string().data(), sliding_bytes);
 }
 
 TEST(KeyState, AStoredKeyOpensWithItsHeaderAndWindows) {

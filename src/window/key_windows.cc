@@ -91,7 +91,10 @@ size_t WindowStateLayout::ExpectedWindows(const WindowDefinition& definition) {
     return 1;
   }
   // Windows end step apart; those not yet closed span size + grace past the key's latest event.
-  const int64_t open_span = AddSaturating(definition.size(), definition.grace());
+  // A grace longer than the size counts as the size: a key with few events holds few of those
+  // windows, and a key with many grows past them by doubling.
+  const int64_t open_span =
+      AddSaturating(definition.size(), std::min(definition.grace(), definition.size()));
   return static_cast<size_t>(std::min(kMostReserved, open_span / definition.step() + 1));
 }
 
@@ -104,7 +107,11 @@ KeyState KeyState::Create(Value& state, const WindowStateLayout& layout, KeySerd
   packed.mutable_string().reserve(kHeaderBytes + layout.expected_windows() * layout.stride());
   packed.mutable_string().append(header, kHeaderBytes);
   if (layout.keeps_events()) {
-    state = Value(Value::Array{std::move(packed), Value()});
+    Value::Array parts;  // built in place: a braced list would copy the string, not its room
+    parts.reserve(2);
+    parts.push_back(std::move(packed));
+    parts.emplace_back();
+    state = Value(std::move(parts));
   } else {
     state = std::move(packed);
   }

@@ -116,8 +116,10 @@ class WindowStateLayout {
   // events of sliding windows).
   size_t first_box() const { return keeps_events_ ? 2 : 1; }
   // How many windows a key's state has room for when it is created, so that it does not grow
-  // window by window: the most a time-aligned window's key holds at once (those holding an event
-  // time, and those waiting out their grace), at most 8; one for the other kinds.
+  // window by window: for time-aligned windows, (size + min(grace, size)) / step + 1, at most 8:
+  // the most a key with steady events holds at once (those holding an event time, and those
+  // waiting out their grace); one for the other kinds. A key with few events keeps the room it
+  // does not use: up to 7 windows' bytes (a tumbling window with a grace of its size: 2).
   size_t expected_windows() const { return expected_windows_; }
 
  private:
