@@ -316,21 +316,15 @@ void KeyedTimeJoin::Sweep(int64_t horizon) {
 }
 
 void KeyedTimeJoin::CloseEveryKey() {
-  std::vector<std::string> keys;
-  Status scanned = store_.Scan("", "", false, [&](std::string_view key, const Value&) {
-    keys.emplace_back(key);
-    return true;
-  });
-  if (!scanned.ok()) return Fail(scanned);
-  for (const std::string& state_key : keys) {
-    auto stored = StateOf(state_key);
-    if (!stored.ok()) return Fail(stored.status());
-    JoinKeyState state(**stored, left_flags_);
-    auto key = MessageKey(state_key, state.serde());
-    if (!key.ok()) return Fail(key.status());
-    Close(*key, state);
+  Status closed = store_.MutateEach([&](std::string_view state_key, Value& stored) -> Status {
+    WEIR_RETURN_IF_ERROR(JoinKeyState::Check(stored, left_flags_));
+    JoinKeyState state(stored, left_flags_);
+    WEIR_ASSIGN_OR_RETURN(Key key, MessageKey(state_key, state.serde()));
+    Close(key, state);
     store_.Delete(state_key);
-  }
+    return Status::OK();
+  });
+  if (!closed.ok()) Fail(closed);
   index_.clear();
 }
 

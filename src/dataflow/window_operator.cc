@@ -225,30 +225,22 @@ class WindowOperator : public Operator {
 
   // End of input closing by key: every key's windows close.
   void CloseEveryKey() {
-    std::vector<std::string> keys;
-    Status scanned = store_.Scan("", "", false, [&](std::string_view key, const Value&) {
-      if (key != kPartitionKey) keys.emplace_back(key);
-      return true;
-    });
-    if (!scanned.ok()) return Fail(scanned);
-    for (const std::string& key_bytes : keys) {
-      auto stored = store_.Mutate(key_bytes);
-      if (!stored.ok()) return Fail(stored.status());
-      Result<KeyState> opened = windows_.View(**stored);
-      if (!opened.ok()) return Fail(opened.status());
-      KeyState& key = *opened;
+    Status closed = store_.MutateEach([&](std::string_view key_bytes, Value& stored) -> Status {
+      if (key_bytes == kPartitionKey) return Status::OK();
+      WEIR_ASSIGN_OR_RETURN(KeyState key, windows_.View(stored));
       // Closed for good: a later run over more input finds these windows closed, as closing by
       // partition does with the partition's bounds.
       Bounds everything;
       everything.Advance(spec_.definition, Watermark::Max());
       key.set_bounds(everything);
-      if (key.empty()) continue;
-      auto message_key = MessageKey(key_bytes, key.serde());
-      if (!message_key.ok()) return Fail(message_key.status());
+      if (key.empty()) return Status::OK();
+      WEIR_ASSIGN_OR_RETURN(Key message_key, MessageKey(key_bytes, key.serde()));
       closed_.clear();
       windows_.CloseAll(key, closed_);
-      for (WindowValue& w : closed_) EmitClosed(*message_key, w);
-    }
+      for (WindowValue& w : closed_) EmitClosed(message_key, w);
+      return Status::OK();
+    });
+    if (!closed.ok()) Fail(closed);
   }
 
   // The message key a state key encodes, with the serde it was stored with: partition-mode

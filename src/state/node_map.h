@@ -111,6 +111,14 @@ class NodeMap {
     slots_[i] = Slot{};
   }
 
+  // Calls f(node) for every node, in no particular order. f must not add or erase nodes.
+  template <typename F>
+  void for_each(F f) {
+    for (Slot& s : slots_) {
+      if (s.node != nullptr) f(*s.node);
+    }
+  }
+
   // Erases every node for which pred(node) is true.
   template <typename Pred>
   void erase_if(Pred pred) {

@@ -338,18 +338,47 @@ Status KeyValueStore::Scan(
   return Status::OK();
 }
 
-void KeyValueStore::SortUnindexed() {
-  // By the keys' heads, read once, beside the nodes: compared through the nodes, each compare of
-  // the sort was two cache misses.
-  // The vector is kept: a Scan sorts what was written since the one before, often a few keys.
-  std::vector<HeadAndNode>& by_key = sort_scratch_;
-  by_key.clear();
-  for (CacheNode* node : unindexed_) by_key.push_back({KeyHead(node->first), node});
-  std::sort(by_key.begin(), by_key.end(), [](const HeadAndNode& a, const HeadAndNode& b) {
+Status KeyValueStore::MutateEach(
+    const std::function<Status(std::string_view key, Value& value)>& visit) {
+  if (!cache_holds_every_key_) {
+    std::vector<std::string> keys;
+    WEIR_RETURN_IF_ERROR(Scan("", "", false, [&](std::string_view key, const Value&) {
+      keys.emplace_back(key);
+      return true;
+    }));
+    for (const std::string& key : keys) {
+      WEIR_ASSIGN_OR_RETURN(Value * value, Mutate(key));
+      WEIR_RETURN_IF_ERROR(visit(key, *value));
+    }
+    return Status::OK();
+  }
+  // Every live key is a present entry of the cache. The nodes are collected first: `visit` may
+  // delete its key (the node stays until the next commit) but adds none.
+  std::vector<HeadAndNode> nodes;
+  nodes.reserve(cache_.size());
+  cache_.for_each([&](CacheNode& node) {
+    if (node.second.present) nodes.push_back({KeyHead(node.first), &node});
+  });
+  SortByKey(nodes);
+  for (const HeadAndNode& each : nodes) {
+    MarkWritten(*each.node);
+    WEIR_RETURN_IF_ERROR(visit(each.node->first, each.node->second.value));
+  }
+  return Status::OK();
+}
+
+void KeyValueStore::SortByKey(std::vector<HeadAndNode>& nodes) {
+  std::sort(nodes.begin(), nodes.end(), [](const HeadAndNode& a, const HeadAndNode& b) {
     if (a.head != b.head) return a.head < b.head;
     return a.node->first < b.node->first;
   });
-  for (size_t i = 0; i < by_key.size(); ++i) unindexed_[i] = by_key[i].node;
+}
+
+void KeyValueStore::SortUnindexed() {
+  sort_scratch_.clear();
+  for (CacheNode* node : unindexed_) sort_scratch_.push_back({KeyHead(node->first), node});
+  SortByKey(sort_scratch_);
+  for (size_t i = 0; i < sort_scratch_.size(); ++i) unindexed_[i] = sort_scratch_[i].node;
 }
 
 void KeyValueStore::IndexDirty() {

@@ -580,6 +580,66 @@ TEST_F(TaskStoreTest, MutateChangesTheValueInPlaceAndItIsCheckpointed) {
   EXPECT_EQ(GetInt(store->store("counts"), "b"), 2);
 }
 
+// MutateEach visits every live key in byte order, committed or not, with its value to change in
+// place; changes and deletes made in the visit are checkpointed. Both ways to it: a store whose
+// cache holds every key (visited in place) and one that has evicted (a scan, then a lookup per
+// key); the same answers.
+TEST_F(TaskStoreTest, MutateEachVisitsEveryLiveKeyInOrderAndItsChangesAreCheckpointed) {
+  for (const size_t cache : {size_t{1} << 20, size_t{2}}) {
+    SCOPED_TRACE("cache of " + std::to_string(cache) + " entries");
+    TaskStoreOptions options;
+    options.cache_max_entries = cache;
+    TestTempDir dir;
+    auto open = [&] {
+      auto opened = TaskStore::Open(dir.path(), {"counts"}, options);
+      EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+      return opened.ok() ? std::move(opened).value() : nullptr;
+    };
+    auto store = open();
+    ASSERT_NE(store, nullptr);
+    KeyValueStore& counts = store->store("counts");
+    // Committed, then changed, deleted and added uncommitted; keys of every length and byte.
+    for (const char* k : {"m", "b", "\xff", "ba", "z", "a"}) counts.Put(k, int64_t{1});
+    Checkpoint(*store, "first");
+    counts.Put("b", int64_t{2});
+    counts.Delete("z");
+    counts.Put(std::string_view("\0", 1), int64_t{3});
+    counts.Put("bb", int64_t{4});
+    Items visited;
+    Status each = counts.MutateEach([&](std::string_view key, Value& value) {
+      visited.emplace_back(std::string(key), value.as_int());
+      if (key == "m") {
+        counts.Delete(key);
+      } else {
+        value = Value(value.as_int() * 10);
+      }
+      return Status::OK();
+    });
+    ASSERT_TRUE(each.ok()) << each.ToString();
+    const Items expected = {
+        {std::string(1, '\0'), 3}, {"a", 1}, {"b", 2}, {"ba", 1}, {"bb", 4}, {"m", 1}, {"\xff", 1}};
+    EXPECT_EQ(visited, expected);
+    // An error from the visit stops it and is returned.
+    int calls = 0;
+    Status stopped = counts.MutateEach([&](std::string_view, Value&) {
+      ++calls;
+      return Status::Internal("stop here");
+    });
+    EXPECT_EQ(stopped.message(), "stop here");
+    EXPECT_EQ(calls, 1);
+    Checkpoint(*store, "second");
+    store.reset();
+    store = open();
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(ScanInts(store->store("counts"), "", ""), (Items{{std::string(1, '\0'), 30},
+                                                               {"a", 10},
+                                                               {"b", 20},
+                                                               {"ba", 10},
+                                                               {"bb", 40},
+                                                               {"\xff", 10}}));
+  }
+}
+
 TEST_F(TaskStoreTest, PrepareAndCommitOutOfOrderAreRefused) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
