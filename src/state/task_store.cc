@@ -361,6 +361,7 @@ Status KeyValueStore::MutateEach(
   });
   SortByKey(nodes);
   for (const HeadAndNode& each : nodes) {
+    if (!each.node->second.present) continue;  // deleted by a visit that broke the contract
     MarkWritten(*each.node);
     WEIR_RETURN_IF_ERROR(visit(each.node->first, each.node->second.value));
   }

@@ -84,9 +84,10 @@ class KeyValueStore {
   // Visits every live key in byte order with its value to change in place, as Mutate: each
   // visited key counts as written. `visit` may Delete the key it visits, and must write no other
   // key of this store. Stops at the first error `visit` returns, and returns it; else
-  // kIOError/kCorruption from RocksDB, or OK. While the cache holds every key (a store that has
-  // not evicted), the cache is visited in place: one sort of its keys, no RocksDB read and no
-  // second lookup per key (Scan, then Mutate per key, had cost 13% of the hopping bench's task
+  // kIOError/kCorruption from RocksDB, or OK. While the cache holds every key
+  // (cache_holds_every_key_: a store opened empty that has evicted nothing and committed no
+  // recovered checkpoint), the cache is visited in place: one sort of its keys, no RocksDB read and
+  // no second lookup per key (Scan, then Mutate per key, had cost 13% of the hopping bench's task
   // thread in its close of every key at the end of input).
   Status MutateEach(const std::function<Status(std::string_view key, Value& value)>& visit);
 
