@@ -18,13 +18,24 @@ Result<Key> MessageKey(std::string_view state_key, KeySerde serde) {
   return Key::FromBytes(serde, *bytes);
 }
 
-}  // namespace
-
-int64_t JoinSide::Word(size_t i, size_t word) const {
+// Word `word` of entry `entry` of a side's index (JoinSide: 0 its time, 1 its value's end).
+int64_t IndexWord(std::string_view index, size_t entry, size_t word) {
   int64_t w;
-  std::memcpy(&w, index_->data() + i * kIndexBytes + word * sizeof(w), sizeof(w));
+  std::memcpy(&w, index.data() + entry * JoinSide::kIndexBytes + word * sizeof(w), sizeof(w));
   return w;
 }
+
+// Decodes `bytes` into `into` if they are exactly one value in the binary form; else kCorruption
+// saying why.
+Status DecodeWhole(std::string_view bytes, Value& into) {
+  Status read = into.AssignBinary(bytes);
+  if (read.ok() && !bytes.empty()) return Status::Corruption("bytes after the value");
+  return read;
+}
+
+}  // namespace
+
+int64_t JoinSide::Word(size_t i, size_t word) const { return IndexWord(*index_, i, word); }
 
 std::string_view JoinSide::encoded(size_t i) const {
   const size_t start = ValueStart(i);
@@ -130,8 +141,7 @@ Status JoinKeyState::Check(const Value& stored, bool left_flags) {
     const std::string_view words = a[index].as_string();
     if (words.size() % JoinSide::kIndexBytes != 0) return false;
     const size_t n = words.size() / JoinSide::kIndexBytes;
-    int64_t last_end = 0;
-    if (n > 0) std::memcpy(&last_end, words.data() + words.size() - 8, sizeof(last_end));
+    const int64_t last_end = n == 0 ? 0 : IndexWord(words, n - 1, 1);
     return last_end == static_cast<int64_t>(a[values].as_string().size()) &&
            (!flags || a[*flags].as_string().size() == n);
   };
@@ -156,23 +166,19 @@ Status JoinKeyState::CheckEntries(const Value& stored, bool left_flags) {
     const std::string_view words = a[index].as_string(), bytes = a[values].as_string();
     int64_t last_time = std::numeric_limits<int64_t>::min();
     size_t start = 0;
-    for (size_t at = 0; at < words.size(); at += JoinSide::kIndexBytes) {
+    for (size_t i = 0; i < words.size() / JoinSide::kIndexBytes; ++i) {
       auto entry = [&] {
-        return "a join state's " + std::string(side) + " entry " +
-               std::to_string(at / JoinSide::kIndexBytes);
+        return "a join state's " + std::string(side) + " entry " + std::to_string(i);
       };
-      int64_t time, end;
-      std::memcpy(&time, words.data() + at, sizeof(time));
-      std::memcpy(&end, words.data() + at + sizeof(time), sizeof(end));
+      const int64_t time = IndexWord(words, i, 0), end = IndexWord(words, i, 1);
       if (time < last_time) return Status::Corruption(entry() + " is out of time order");
       if (end < static_cast<int64_t>(start) || end > static_cast<int64_t>(bytes.size())) {
         return Status::Corruption(entry() + " ends outside its side's values");
       }
-      std::string_view value = bytes.substr(start, static_cast<size_t>(end) - start);
-      Status read = decoded.AssignBinary(value);
-      if (!read.ok() || !value.empty()) {
+      Status read = DecodeWhole(bytes.substr(start, static_cast<size_t>(end) - start), decoded);
+      if (!read.ok()) {
         return Status::Corruption(entry() + " is not one value in the binary form (" +
-                                  (read.ok() ? "bytes after it" : read.message()) + ")");
+                                  read.message() + ")");
       }
       last_time = time;
       start = static_cast<size_t>(end);
@@ -190,10 +196,7 @@ Status PairPart::AssignTo(Value& slot) const {
     slot = Value();
     return Status::OK();
   }
-  std::string_view bytes = encoded_;
-  Status read = slot.AssignBinary(bytes);
-  if (read.ok() && !bytes.empty()) read = Status::Corruption("bytes after the value");
-  return read.WithContext("a join state's entry");
+  return DecodeWhole(encoded_, slot).WithContext("a join state's entry");
 }
 
 std::string JoinLateTopic(std::string_view option, std::string_view application) {
