@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "core/files.h"
 #include "dataflow/watermark_marks.h"
@@ -18,21 +19,30 @@ TopicWriter::TopicWriter(log::Topic* topic, std::string owner, log::ValueEncodin
       batches_(topic->num_partitions(), log::RecordBatchBuilder(encoding)) {}
 
 void TopicWriter::WriteTo(PartitionId partition, const Record& record) {
-  batches_[partition.value()].Add(record.timestamp, record.key, record.value, record.headers);
+  log::RecordBatchBuilder& batch = batches_[partition.value()];
+  batch.Add(record.timestamp, record.key, record.value, record.headers);
   ++records_written_;
+  if (batch.bytes() >= kEarlyAppendBytes && early_append_failure_.ok()) {
+    early_append_failure_ = Append(partition.value());
+  }
 }
 
 void TopicWriter::WriteWatermarkMark(std::string_view producer, Watermark watermark) {
   for (log::RecordBatchBuilder& batch : batches_) AppendWatermarkMark(batch, producer, watermark);
 }
 
+Status TopicWriter::Append(size_t p) {
+  auto appended = topic_->partition(PartitionId(static_cast<int32_t>(p)))
+                      .Append(batches_[p], log::Durability::kNoWait, owner_);
+  if (!appended.ok()) return appended.status();
+  batches_[p].Clear();
+  return Status::OK();
+}
+
 Status TopicWriter::Flush() {
+  WEIR_RETURN_IF_ERROR(std::exchange(early_append_failure_, Status::OK()));
   for (size_t p = 0; p < batches_.size(); ++p) {
-    if (batches_[p].empty()) continue;
-    auto appended = topic_->partition(PartitionId(static_cast<int32_t>(p)))
-                        .Append(batches_[p], log::Durability::kNoWait, owner_);
-    if (!appended.ok()) return appended.status();
-    batches_[p].Clear();
+    if (!batches_[p].empty()) WEIR_RETURN_IF_ERROR(Append(p));
   }
   return Status::OK();
 }
