@@ -1,10 +1,16 @@
 #include "window/aggregations.h"
 
+#include "window/input_aggregator.h"
+
 namespace weir::window {
 
 Aggregations::Aggregations(std::vector<std::pair<std::string, AggregatorPtr>> named,
                            bool single_unnamed)
-    : named_(std::move(named)), single_unnamed_(single_unnamed) {}
+    : named_(std::move(named)), single_unnamed_(single_unnamed) {
+  for (const auto& [name, agg] : named_) {
+    readers_.push_back(dynamic_cast<const InputAggregator*>(agg.get()));
+  }
+}
 
 bool Aggregations::mergeable() const {
   for (const auto& [name, agg] : named_) {
@@ -45,6 +51,23 @@ void Aggregations::Add(std::span<Value> accs, const Value& record_value,
                        EventTime timestamp) const {
   for (size_t i = 0; i < named_.size(); ++i)
     named_[i].second->Add(accs[i], record_value, timestamp);
+}
+
+void Aggregations::Read(const Value& record_value, std::span<const Value*> inputs) const {
+  for (size_t i = 0; i < named_.size(); ++i) {
+    inputs[i] = readers_[i] != nullptr ? readers_[i]->Read(record_value) : &record_value;
+  }
+}
+
+void Aggregations::AddRead(std::span<Value> accs, std::span<const Value* const> inputs,
+                           const Value& record_value, EventTime timestamp) const {
+  for (size_t i = 0; i < named_.size(); ++i) {
+    if (readers_[i] == nullptr) {
+      named_[i].second->Add(accs[i], record_value, timestamp);
+    } else if (inputs[i] != nullptr) {
+      readers_[i]->AddInput(accs[i], *inputs[i], timestamp);
+    }
+  }
 }
 
 void Aggregations::MergeInto(std::span<Value> into, std::span<const Value> other) const {

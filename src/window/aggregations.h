@@ -13,6 +13,8 @@
 
 namespace weir::window {
 
+class InputAggregator;
+
 class Aggregations {
  public:
   // `single_unnamed`: one aggregation whose result is written as "value".
@@ -37,6 +39,13 @@ class Aggregations {
   // Folds one record into every accumulator. REQUIRES: Accepts(record_value), accs.size() ==
   // size().
   void Add(std::span<Value> accs, const Value& record_value, EventTime timestamp) const;
+  // For a record folded into several accumulator arrays (the windows that take it): what each
+  // aggregator reads from it (window::InputAggregator::Read; the record itself for any other
+  // aggregator), into `inputs`, of size(). Pointers into record_value.
+  void Read(const Value& record_value, std::span<const Value*> inputs) const;
+  // Add, with the inputs Read returned for record_value. REQUIRES: as Add's.
+  void AddRead(std::span<Value> accs, std::span<const Value* const> inputs,
+               const Value& record_value, EventTime timestamp) const;
   // `into` becomes the accumulators of the union of both inputs.
   void MergeInto(std::span<Value> into, std::span<const Value> other) const;
   // Appends the results as members: one per name, or "value" for a single unnamed one.
@@ -44,6 +53,8 @@ class Aggregations {
 
  private:
   std::vector<std::pair<std::string, AggregatorPtr>> named_;
+  // named_[i] as an InputAggregator, or nullptr if it is not one.
+  std::vector<const InputAggregator*> readers_;
   bool single_unnamed_;
 };
 

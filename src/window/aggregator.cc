@@ -18,45 +18,57 @@
 #include <optional>
 #include <utility>
 
+#include "window/input_aggregator.h"
+
 namespace weir {
+
+namespace window {
+
+InputAggregator::InputAggregator(std::string field) : field_(std::move(field)) {
+  if (field_.empty()) return;
+  for (size_t from = 0;;) {
+    const size_t dot = field_.find('.', from);
+    path_.push_back(field_.substr(from, dot - from));
+    if (dot == std::string::npos) break;
+    from = dot + 1;
+  }
+}
+
+const Value* InputAggregator::Read(const Value& record_value) const {
+  const Value* v = &record_value;
+  for (const std::string& name : path_) {
+    v = v->Find(name);
+    if (v == nullptr) return nullptr;
+  }
+  return v->is_null() ? nullptr : v;
+}
+
+std::string InputAggregator::DescribeAs(const std::string& kind) const {
+  return field_.empty() ? kind : kind + "(" + field_ + ")";
+}
+
+}  // namespace window
+
 namespace {
 
-// What an aggregator reads from a record: the field by dotted path, or the whole record value
-// for an empty field. nullptr when it is absent or null: skipped, as SQL's aggregates do.
-const Value* Input(const Value& record_value, const std::string& field) {
-  const Value* v = field.empty() ? &record_value : record_value.FindPath(field);
-  return v != nullptr && !v->is_null() ? v : nullptr;
-}
-
-std::string DescribeKind(const std::string& kind, const std::string& field) {
-  return field.empty() ? kind : kind + "(" + field + ")";
-}
-
-// Aggregators over one numeric field: null and missing fields are skipped, as SQL does.
-class FieldAggregator : public Aggregator {
+// Aggregators over one numeric field: null and missing fields are skipped, as SQL does; any
+// other value that is not a number is refused (Accepts).
+class FieldAggregator : public window::InputAggregator {
  public:
   bool runs_user_code() const override { return false; }
   FieldAggregator(std::string kind, std::string field)
-      : kind_(std::move(kind)), field_(std::move(field)) {}
-  std::string Describe() const override { return DescribeKind(kind_, field_); }
+      : InputAggregator(std::move(field)), kind_(std::move(kind)) {}
+  std::string Describe() const override { return DescribeAs(kind_); }
   Status Accepts(const Value& record_value) const override {
-    const Value* v = Input(record_value, field_);
+    const Value* v = Read(record_value);
     if (v == nullptr || v->is_number()) return Status::OK();
-    std::string what = field_.empty() ? "a record value" : "field '" + field_ + "'";
+    std::string what = field().empty() ? "a record value" : "field '" + field() + "'";
     return Status::InvalidArgument(Describe() + " cannot take " + what + " of type " +
                                    std::string(v->TypeName()));
   }
 
- protected:
-  // The field's number, or nullptr if absent or null.
-  const Value* Field(const Value& record_value) const {
-    const Value* v = Input(record_value, field_);
-    return v != nullptr && v->is_number() ? v : nullptr;
-  }
-
  private:
   std::string kind_;
-  std::string field_;
 };
 
 // -1, 0 or 1 as i is below, equal to or above d, exactly (no rounding of i to a double).
@@ -126,8 +138,8 @@ class SumAggregator : public FieldAggregator {
  public:
   explicit SumAggregator(std::string field) : FieldAggregator("sum", std::move(field)) {}
   Value Initial() const override { return Value(0); }
-  void Add(Value& acc, const Value& record_value, EventTime) const override {
-    if (const Value* v = Field(record_value)) AddNumberInPlace(acc, *v);
+  void AddInput(Value& acc, const Value& v, EventTime) const override {
+    if (v.is_number()) AddNumberInPlace(acc, v);
   }
   Value Merge(const Value& a, const Value& b) const override {
     Value sum = a;
@@ -146,18 +158,17 @@ class ExtremumAggregator : public FieldAggregator {
   ExtremumAggregator(std::string field, bool is_max)
       : FieldAggregator(is_max ? "max" : "min", std::move(field)), is_max_(is_max) {}
   Value Initial() const override { return Value(); }
-  void Add(Value& acc, const Value& record_value, EventTime) const override {
+  void AddInput(Value& acc, const Value& v, EventTime) const override {
     // Pick(acc, v), in acc's memory.
-    const Value* v = Field(record_value);
-    if (v == nullptr) return;
+    if (!v.is_number()) return;
     if (!IsComparableNumber(acc)) {
-      if (IsComparableNumber(*v)) {
-        AssignNumber(acc, *v);
+      if (IsComparableNumber(v)) {
+        AssignNumber(acc, v);
       } else {
         acc = Value();
       }
-    } else if (IsComparableNumber(*v) && Beats(*v, acc)) {
-      AssignNumber(acc, *v);
+    } else if (IsComparableNumber(v) && Beats(v, acc)) {
+      AssignNumber(acc, v);
     }
   }
   Value Merge(const Value& a, const Value& b) const override { return Pick(a, b); }
@@ -186,13 +197,12 @@ class MeanAggregator : public FieldAggregator {
  public:
   explicit MeanAggregator(std::string field) : FieldAggregator("mean", std::move(field)) {}
   Value Initial() const override { return Value(Value::Array{Value(0.0), Value(0)}); }
-  void Add(Value& acc, const Value& record_value, EventTime) const override {
-    const Value* v = Field(record_value);
-    if (v == nullptr) return;
+  void AddInput(Value& acc, const Value& v, EventTime) const override {
+    if (!v.is_number()) return;
     auto [sum, count] = Parts(acc);
     if (!acc.is_array() || acc.as_array().size() != 2) acc = Initial();
     Value::Array& parts = acc.as_array();  // updated in place: no array per record
-    parts[0] = sum + v->as_number();
+    parts[0] = sum + v.as_number();
     parts[1] = count + 1;
   }
   Value Merge(const Value& a, const Value& b) const override {
@@ -218,27 +228,23 @@ class MeanAggregator : public FieldAggregator {
 int64_t StoredTime(const Value& t) { return t.is_int() ? t.as_int() : EventTime::Min().value(); }
 
 // First and last by event time. The accumulator is [t, value] of the event taken so far.
-class FirstLastAggregator : public Aggregator {
+class FirstLastAggregator : public window::InputAggregator {
  public:
   bool runs_user_code() const override { return false; }
   FirstLastAggregator(std::string field, bool is_last)
-      : field_(std::move(field)), is_last_(is_last) {}
-  std::string Describe() const override {
-    return DescribeKind(is_last_ ? "last" : "first", field_);
-  }
+      : InputAggregator(std::move(field)), is_last_(is_last) {}
+  std::string Describe() const override { return DescribeAs(is_last_ ? "last" : "first"); }
   Value Initial() const override { return Value(); }
   Status Accepts(const Value&) const override { return Status::OK(); }
-  void Add(Value& acc, const Value& record_value, EventTime timestamp) const override {
-    const Value* v = Input(record_value, field_);
-    if (v == nullptr) return;
+  void AddInput(Value& acc, const Value& v, EventTime timestamp) const override {
     const Value* taken = Taken(acc);
     if (taken == nullptr) {
-      acc = Value::MakeArray({timestamp.value(), *v});
+      acc = Value::MakeArray({timestamp.value(), v});
     } else if (Supersedes(timestamp.value(), StoredTime(taken[0]))) {
       // In place: a string of the same kind reuses its memory (Last replaces at every event).
       Value::Array& entry = acc.as_array();
       entry[0] = timestamp.value();
-      entry[1] = *v;
+      entry[1] = v;
     }
   }
   Value Merge(const Value& a, const Value& b) const override {
@@ -264,23 +270,20 @@ class FirstLastAggregator : public Aggregator {
     return is_last_ ? later_arrival >= earlier_arrival : later_arrival < earlier_arrival;
   }
 
-  std::string field_;
   bool is_last_;
 };
 
 // Every value in event-time order. The accumulator is flat, [t0, v0, t1, v1, ...], sorted by
 // time with ties in arrival order: half the arrays of [[t, v], ...], and events arriving in
 // time order append at the end.
-class CollectAggregator : public Aggregator {
+class CollectAggregator : public window::InputAggregator {
  public:
   bool runs_user_code() const override { return false; }
-  explicit CollectAggregator(std::string field) : field_(std::move(field)) {}
-  std::string Describe() const override { return DescribeKind("collect", field_); }
+  explicit CollectAggregator(std::string field) : InputAggregator(std::move(field)) {}
+  std::string Describe() const override { return DescribeAs("collect"); }
   Value Initial() const override { return Value(Value::Array()); }
   Status Accepts(const Value&) const override { return Status::OK(); }
-  void Add(Value& acc, const Value& record_value, EventTime timestamp) const override {
-    const Value* v = Input(record_value, field_);
-    if (v == nullptr) return;
+  void AddInput(Value& acc, const Value& v, EventTime timestamp) const override {
     if (!IsEntries(acc)) acc = Initial();
     Value::Array& entries = acc.as_array();
     const int64_t t = timestamp.value();
@@ -296,7 +299,7 @@ class CollectAggregator : public Aggregator {
         high = mid;
       }
     }
-    entries.insert(entries.begin() + static_cast<std::ptrdiff_t>(2 * low), {Value(t), *v});
+    entries.insert(entries.begin() + static_cast<std::ptrdiff_t>(2 * low), {Value(t), v});
   }
   Value Merge(const Value& a, const Value& b) const override {
     static const Value::Array kNone;
@@ -330,17 +333,16 @@ class CollectAggregator : public Aggregator {
   static bool IsEntries(const Value& acc) {
     return acc.is_array() && acc.as_array().size() % 2 == 0;
   }
-
-  std::string field_;
 };
 
 // A user fold over whole record values (null ones skipped), by an updater that changes the
 // accumulator in place (agg::Reduce's reducer is one that assigns what it returns). The
 // accumulator is [user accumulator] once a value was taken, null before.
-class ReduceAggregator : public Aggregator {
+class ReduceAggregator : public window::InputAggregator {
  public:
   ReduceAggregator(agg::Updater updater, agg::Initializer initializer, agg::Merger merger)
-      : updater_(std::move(updater)),
+      : InputAggregator(""),
+        updater_(std::move(updater)),
         initializer_(std::move(initializer)),
         merger_(std::move(merger)) {
     WEIR_CHECK(updater_ != nullptr, "agg::ReduceInPlace needs an updater");
@@ -349,14 +351,12 @@ class ReduceAggregator : public Aggregator {
   std::string Describe() const override { return "reduce"; }
   Value Initial() const override { return Value(); }
   Status Accepts(const Value&) const override { return Status::OK(); }
-  void Add(Value& acc, const Value& record_value, EventTime) const override {
-    const Value* v = Input(record_value, "");
-    if (v == nullptr) return;
+  void AddInput(Value& acc, const Value& v, EventTime) const override {
     if (Folded(acc) == nullptr) {
-      acc = Value::MakeArray({initializer_(*v)});
+      acc = Value::MakeArray({initializer_(v)});
       return;
     }
-    updater_(acc.as_array()[0], *v);
+    updater_(acc.as_array()[0], v);
   }
   Value Merge(const Value& a, const Value& b) const override {
     const Value* in_a = Folded(a);

@@ -364,7 +364,8 @@ KeyWindows::KeyWindows(WindowDefinition definition, const Aggregations& aggregat
       emit_current_(emit_current),
       trigger_(std::move(trigger)),
       accumulators_(aggregations.size()),
-      merged_(aggregations.size()) {}
+      merged_(aggregations.size()),
+      inputs_(aggregations.size()) {}
 
 Result<KeyState> KeyWindows::View(Value& state, KeySerde serde) const {
   if (state.is_null()) return KeyState::Create(state, layout_, serde);
@@ -383,7 +384,7 @@ Value KeyWindows::Result(int64_t start, int64_t end, std::span<const Value> accu
 void KeyWindows::AddTo(KeyState& key, size_t i, int64_t start, int64_t end, const Value& value,
                        EventTime ts, AddOutcome& outcome) const {
   key.LoadAccumulators(i, accumulators_);
-  aggregations_.Add(accumulators_, value, ts);
+  aggregations_.AddRead(accumulators_, inputs_, value, ts);
   Updated(key, i, start, end, accumulators_, outcome);
   key.StoreAccumulators(i, accumulators_);
 }
@@ -401,6 +402,7 @@ void KeyWindows::Updated(KeyState& key, size_t i, int64_t start, int64_t end,
 void KeyWindows::Add(KeyState& key, const Bounds& bounds, const Value& value, EventTime ts,
                      AddOutcome& outcome) const {
   outcome.Clear();
+  aggregations_.Read(value, inputs_);  // for AddTo
   switch (definition_.kind()) {
     case WindowKind::kTumbling:
     case WindowKind::kHopping:

@@ -268,7 +268,8 @@ class KeyWindows {
   void AddSession(KeyState& key, const Bounds& bounds, const Value& value, EventTime ts,
                   AddOutcome& outcome) const;
   void AddCount(KeyState& key, const Value& value, EventTime ts, AddOutcome& outcome) const;
-  // Folds the event into window i's accumulators (loaded into accumulators_, stored back).
+  // Folds the event into window i's accumulators (loaded into accumulators_, stored back),
+  // with the inputs Add read from it into inputs_.
   // Reports the updated window (start, end as emitted): to `current` (for .Current()), and to
   // the trigger, which may fire it: a fired window goes to `ready` and is kept, marked fired,
   // until it closes.
@@ -286,6 +287,9 @@ class KeyWindows {
   // window's for a merge: the per-event path allocates nothing for them.
   mutable Value::Array accumulators_;
   mutable Value::Array merged_;
+  // What each aggregation reads from the event being added (Aggregations::Read), read once
+  // however many windows take it.
+  mutable std::vector<const Value*> inputs_;
 };
 
 }  // namespace weir::window
