@@ -54,9 +54,13 @@ Status Operator::TakeError() {
 }
 
 void Operator::ForwardReplacingValue(Record& record, Value result) {
+  ForwardReplacingValueKeepingResult(record, result);
+}
+
+void Operator::ForwardReplacingValueKeepingResult(Record& record, Value& result) {
   Value input = std::exchange(record.value, std::move(result));
   Forward(std::move(record));
-  record.value = std::move(input);
+  result = std::exchange(record.value, std::move(input));
 }
 
 void Operator::Forward(Record&& record) {

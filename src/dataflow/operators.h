@@ -68,6 +68,9 @@ class Operator {
   // rebuilding the value field by field. What the steps after this one keep they have moved or
   // copied out of `record` already.
   void ForwardReplacingValue(Record& record, Value result);
+  // The same, then gives `result` back as the steps after this one left it: a step that keeps
+  // its result to write the next one into reuses its memory, unless a later step took it.
+  void ForwardReplacingValueKeepingResult(Record& record, Value& result);
   void Fail(Status status) {
     if (error_.ok()) error_ = std::move(status);
   }

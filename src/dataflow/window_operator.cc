@@ -257,7 +257,13 @@ class WindowOperator : public Operator {
   }
 
   void Emit(const Key& key, const WindowValue& w) {
-    Forward(Record{key, windows_.Result(w.start, w.end, w.accumulators), EventTime(w.end - 1), {}});
+    // Into the record of the last emit: its members are reused unless a step after this one
+    // took the value.
+    emitted_.key = key;
+    windows_.WriteResult(w.start, w.end, w.accumulators, emitted_.value);
+    emitted_.timestamp = EventTime(w.end - 1);
+    emitted_.headers.clear();
+    Forward(std::move(emitted_));
   }
 
   void Late(Record&& r) {
@@ -283,6 +289,7 @@ class WindowOperator : public Operator {
   std::string state_key_;
   AddOutcome outcome_;
   std::vector<WindowValue> closed_;
+  Record emitted_;  // the window result being forwarded (Emit)
 };
 
 }  // namespace

@@ -74,10 +74,10 @@ void Aggregations::MergeInto(std::span<Value> into, std::span<const Value> other
   for (size_t i = 0; i < named_.size(); ++i) into[i] = named_[i].second->Merge(into[i], other[i]);
 }
 
-void Aggregations::AppendResults(std::span<const Value> accs, Value::Object& out) const {
+void Aggregations::WriteResults(std::span<const Value> accs, Value::ObjectWriter& out) const {
   for (size_t i = 0; i < named_.size(); ++i) {
-    out.emplace_back(single_unnamed_ ? std::string("value") : named_[i].first,
-                     named_[i].second->Result(accs[i]));
+    out.Add(single_unnamed_ ? std::string_view("value") : std::string_view(named_[i].first)) =
+        named_[i].second->Result(accs[i]);
   }
 }
 

@@ -48,8 +48,8 @@ class Aggregations {
                const Value& record_value, EventTime timestamp) const;
   // `into` becomes the accumulators of the union of both inputs.
   void MergeInto(std::span<Value> into, std::span<const Value> other) const;
-  // Appends the results as members: one per name, or "value" for a single unnamed one.
-  void AppendResults(std::span<const Value> accs, Value::Object& out) const;
+  // Writes the results as the next members: one per name, or "value" for a single unnamed one.
+  void WriteResults(std::span<const Value> accs, Value::ObjectWriter& out) const;
 
  private:
   std::vector<std::pair<std::string, AggregatorPtr>> named_;

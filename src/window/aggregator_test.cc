@@ -313,7 +313,9 @@ TEST(Collect, MergeInterleavesByEventTimeWithTheLeftInputFirstOnTies) {
 
 TEST(Reduce, TheFirstValueGoesThroughTheInitializerAndTheRestThroughTheReducer) {
   auto concat = agg::Reduce(
-      [](const Value& acc, const Value& v) { return Value(std::string(acc.as_string()) + "," + v.ToJson()); },
+      [](const Value& acc, const Value& v) {
+        return Value(std::string(acc.as_string()) + "," + v.ToJson());
+      },
       [](const Value& v) { return Value("<" + v.ToJson()); });
   EXPECT_EQ(ResultOf(*concat, {{3, Value(1)}, {1, Value(2)}, {2, Value()}, {2, Value("x")}}),
             Value("<1,2,\"x\""));

@@ -373,12 +373,17 @@ Result<KeyState> KeyWindows::View(Value& state, KeySerde serde) const {
 }
 
 Value KeyWindows::Result(int64_t start, int64_t end, std::span<const Value> accumulators) const {
-  Value::Object fields;
-  fields.reserve(2 + aggregations_.size());
-  fields.emplace_back("start", Value(start));
-  fields.emplace_back("end", Value(end));
-  aggregations_.AppendResults(accumulators, fields);
-  return Value(std::move(fields));
+  Value result;
+  WriteResult(start, end, accumulators, result);
+  return result;
+}
+
+void KeyWindows::WriteResult(int64_t start, int64_t end, std::span<const Value> accumulators,
+                             Value& into) const {
+  Value::ObjectWriter fields(into);
+  fields.Add("start") = start;
+  fields.Add("end") = end;
+  aggregations_.WriteResults(accumulators, fields);
 }
 
 void KeyWindows::AddTo(KeyState& key, size_t i, int64_t start, int64_t end, const Value& value,

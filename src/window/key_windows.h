@@ -259,6 +259,9 @@ class KeyWindows {
 
   // The result value of a window: {"start", "end", <aggregates>...}.
   Value Result(int64_t start, int64_t end, std::span<const Value> accumulators) const;
+  // The same, written into `into`, whose members (an earlier result's) are reused.
+  void WriteResult(int64_t start, int64_t end, std::span<const Value> accumulators,
+                   Value& into) const;
 
  private:
   void AddAligned(KeyState& key, const Bounds& bounds, const Value& value, EventTime ts,

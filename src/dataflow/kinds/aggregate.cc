@@ -30,23 +30,21 @@ class AggregateOperator : public Operator {
     auto stored = store_.Mutate(key_);
     if (!stored.ok()) return Fail(stored.status());
     Value::Array& accs = aggregations_.Normalize(**stored);
-    Value::Object fields;
-    fields.reserve(aggregations_.size());
     if (runs_user_code_) {
       // A reducer that throws must leave the key's accumulators as they were.
       undo_ = **stored;
       if (!user_.Call(r, [&] {
             aggregations_.Add(accs, r.value, r.timestamp);
-            aggregations_.AppendResults(accs, fields);
+            WriteResult(accs);
           })) {
         **stored = std::move(undo_);
         return;
       }
     } else {
       aggregations_.Add(accs, r.value, r.timestamp);
-      aggregations_.AppendResults(accs, fields);
+      WriteResult(accs);
     }
-    ForwardReplacingValue(r, Value(std::move(fields)));
+    ForwardReplacingValueKeepingResult(r, result_);
   }
 
   void Prefetch(const Record& upcoming, int stage) override {
@@ -59,9 +57,18 @@ class AggregateOperator : public Operator {
   TaskContext& ctx_;
   UserFunctionCaller user_;
   state::KeyValueStore& store_;
+  // The key's results, into result_: {name: result, ...}.
+  void WriteResult(std::span<const Value> accs) {
+    Value::ObjectWriter fields(result_);
+    aggregations_.WriteResults(accs, fields);
+  }
+
   const bool runs_user_code_;
   Value undo_;  // the key's accumulators before a record is added, when user code runs
   std::string key_;
+  // The last result forwarded, whose members the next one reuses (given back by
+  // ForwardReplacingValueKeepingResult unless a step after this one took it).
+  Value result_;
 };
 
 class AggregateStep : public StepDefinition {
