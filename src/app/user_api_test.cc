@@ -4,6 +4,7 @@
 // log and RocksDB on disk.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -188,11 +189,10 @@ void ExpectAThrowingSumLeavesNoTrace(const AggregatorPtr& sum) {
 Value FirstAmount(const Value& first) { return Value(first.Find("amount")->as_int()); }
 
 TEST(UserFunctions, AReduceThatThrowsLeavesTheWindowAsItWas) {
-  ExpectAThrowingSumLeavesNoTrace(agg::Reduce(
-      [](const Value& acc, const Value& v) {
-        return Value(acc.as_int() + v.Find("amount")->as_int());
-      },
-      FirstAmount));
+  ExpectAThrowingSumLeavesNoTrace(
+      agg::Reduce([](const Value& acc,
+                     const Value& v) { return Value(acc.as_int() + v.Find("amount")->as_int()); },
+                  FirstAmount));
 }
 
 TEST(UserFunctions, AReduceInPlaceThatThrowsAfterChangingTheAccumulatorLeavesTheWindowAsItWas) {
@@ -294,6 +294,57 @@ TEST(RecordOperations, UpdateWithoutStateChangesTheValueInPlaceAndOtherBranchesS
   EXPECT_EQ(all[2], R"({"user":"ann","ts":3000,"amount":3})");
   EXPECT_EQ(all[3], R"({"user":"bob","ts":4000,"amount":"4"})");
   EXPECT_EQ(Reasons(dir).size(), 4u);  // records 4 and 8, in each of the two branches
+}
+
+// An aggregate and a window step write each result into the members of the one before it, which
+// the steps after them may have changed in place (Update adding a member and changing a type,
+// Select swapping fields out): every result is still exactly its own.
+TEST(RecordOperations, AStepThatChangesAnAggregateOrWindowResultInPlaceDoesNotChangeTheNext) {
+  TempDir dir;
+  WriteAmounts(dir);  // ann at 1, 3, 5, 7, 9 s; bob at 2, 4, 6, 8, 10 s
+  Application app(TestOptions(dir));
+  Stream in = app.FromFile(UserFile(dir / "in.jsonl"));
+  auto mark_ones = [](Value& v) {
+    Value& n = *v.Find("n");
+    const int64_t count = n.as_int();
+    n = Value(std::to_string(count));  // the next result's "n" is then a string first
+    if (count == 1) v.as_object().emplace_back("one", true);
+  };
+  auto counts_of = [&in] {
+    return in.Window(WindowDefinition::Tumbling(std::chrono::seconds(4)))
+        .Agg({{"n", agg::Count()}})
+        .Final();
+  };
+  in.Aggregate({{"n", agg::Count()}}).Update(mark_ones).ToFile(dir / "counts.jsonl");
+  counts_of().Update(mark_ones).ToFile(dir / "windows.jsonl");
+  counts_of().Select({"end", "n"}).ToFile(dir / "selected.jsonl");
+  auto summary = app.Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+
+  const std::vector<std::string> counts = ValuesWritten(dir / "counts.jsonl");
+  ASSERT_EQ(counts.size(), 10u);
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const std::string n = std::to_string(i / 2 + 1);  // ann and bob take turns
+    EXPECT_EQ(counts[i], i < 2 ? R"({"n":")" + n + R"(","one":true})" : R"({"n":")" + n + "\"}")
+        << i;
+  }
+  // Per key, [0, 4 s): ann 2, bob 1; [4 s, 8 s): 2 and 2; [8 s, 12 s): ann 1, bob 2.
+  std::vector<std::string> windows;
+  for (const std::string& w : ValuesWritten(dir / "windows.jsonl")) {
+    const Value v = *Value::Parse(w);
+    windows.push_back(v.Find("end")->ToJson() + ":" + std::string(v.Find("n")->as_string()) +
+                      (v.Find("one") != nullptr ? " one" : "") + " of " +
+                      std::to_string(v.as_object().size()));
+  }
+  std::sort(windows.begin(), windows.end());
+  EXPECT_EQ(windows,
+            (std::vector<std::string>{"12000:1 one of 4", "12000:2 of 3", "4000:1 one of 4",
+                                      "4000:2 of 3", "8000:2 of 3", "8000:2 of 3"}));
+  std::vector<std::string> selected = ValuesWritten(dir / "selected.jsonl");
+  std::sort(selected.begin(), selected.end());
+  EXPECT_EQ(selected, (std::vector<std::string>{R"({"end":12000,"n":1})", R"({"end":12000,"n":2})",
+                                                R"({"end":4000,"n":1})", R"({"end":4000,"n":2})",
+                                                R"({"end":8000,"n":2})", R"({"end":8000,"n":2})"}));
 }
 
 // Select swaps a record's fields out to the steps after it instead of copying them, and the

@@ -36,27 +36,30 @@ class TopicWriter {
   static constexpr size_t kEarlyAppendBytes = 256 << 10;
 
   // Encodes the record into its partition's batch: the key's Kafka partition. An append it
-  // makes (kEarlyAppendBytes) that fails is returned by the next Flush.
+  // makes (kEarlyAppendBytes) that fails is kept for the next Flush, and no further early append
+  // is made until then: the batches grow until the Flush that fails the task.
   void Write(const Record& record) { WriteTo(topic_->PartitionFor(record.key), record); }
   void WriteTo(PartitionId partition, const Record& record);
   // Encodes `producer`'s watermark mark into every partition's batch (watermark_marks.h); marks
   // are not counted in records_written().
   void WriteWatermarkMark(std::string_view producer, Watermark watermark);
-  // Appends every non-empty batch to its partition; the first failed append since the last
-  // Flush, if any.
+  // Appends every non-empty batch to its partition. If an early append failed since the last
+  // Flush, returns that failure instead and appends nothing.
   Status Flush();
+  // The failure of an early append that the next Flush returns; OK if none.
+  const Status& early_append_failure() const { return early_append_failure_; }
   log::Topic* topic() const { return topic_; }
   int64_t records_written() const { return records_written_; }
 
  private:
-  log::Topic* topic_;
-  std::string owner_;
   // Appends partition p's batch and clears it.
   Status Append(size_t p);
 
+  log::Topic* topic_;
+  std::string owner_;
   std::vector<log::RecordBatchBuilder> batches_;
   int64_t records_written_ = 0;
-  Status early_append_failure_;  // of an append WriteTo made, returned by Flush
+  Status early_append_failure_;
 };
 
 // A file of lines written by several tasks, or the process's stdout.

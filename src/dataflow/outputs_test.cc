@@ -1,7 +1,7 @@
 // TopicWriter against a real topic of the embedded log: a partition's batch is appended as soon
 // as it reaches kEarlyAppendBytes, whole and in order, the other partitions' batches waiting for
-// Flush; an early append that fails crashes nothing, appends nothing, and reaches the task through
-// the next Flush.
+// Flush; an early append that fails is kept when it happens and returned, once, by the next
+// Flush, which then appends nothing.
 #include "dataflow/outputs.h"
 
 #include <gtest/gtest.h>
@@ -96,11 +96,21 @@ TEST_F(TopicWriterTest, AFailedEarlyAppendIsReturnedByTheNextFlush) {
   ASSERT_TRUE(topic_->ClaimForTransactions("app-a").ok());
   TopicWriter writer(topic_, "app-b");
   const int64_t total = 2 * TopicWriter::kEarlyAppendBytes / kValueBytes;
-  for (int64_t i = 0; i < total; ++i) writer.WriteTo(PartitionId(0), RecordNumber(i));
-  Status flushed = writer.Flush();
-  ASSERT_FALSE(flushed.ok());
-  EXPECT_NE(flushed.ToString().find("app-b"), std::string::npos) << flushed.ToString();
+  int64_t failed_at = -1;  // records written when the early append failed
+  for (int64_t i = 0; i < total; ++i) {
+    writer.WriteTo(PartitionId(0), RecordNumber(i));
+    if (failed_at < 0 && !writer.early_append_failure().ok()) failed_at = i + 1;
+  }
+  writer.WriteTo(PartitionId(1), RecordNumber(-1));
+  ASSERT_GT(failed_at, 0) << "the early append's failure was not kept when it happened";
+  EXPECT_LT(failed_at, total);
+  const Status failure = writer.early_append_failure();
+  EXPECT_NE(failure.ToString().find("app-b"), std::string::npos) << failure.ToString();
+
+  EXPECT_EQ(writer.Flush().ToString(), failure.ToString());
+  EXPECT_TRUE(writer.early_append_failure().ok()) << "Flush returns a failure once";
   EXPECT_EQ(WrittenEnd(0).value(), 0);
+  EXPECT_EQ(WrittenEnd(1).value(), 0);
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ void Aggregations::Add(std::span<Value> accs, const Value& record_value,
 
 void Aggregations::Read(const Value& record_value, std::span<const Value*> inputs) const {
   for (size_t i = 0; i < named_.size(); ++i) {
-    inputs[i] = readers_[i] != nullptr ? readers_[i]->Read(record_value) : &record_value;
+    inputs[i] = readers_[i] != nullptr ? readers_[i]->Read(record_value) : nullptr;
   }
 }
 

@@ -40,8 +40,8 @@ class Aggregations {
   // size().
   void Add(std::span<Value> accs, const Value& record_value, EventTime timestamp) const;
   // For a record folded into several accumulator arrays (the windows that take it): what each
-  // aggregator reads from it (window::InputAggregator::Read; the record itself for any other
-  // aggregator), into `inputs`, of size(). Pointers into record_value.
+  // aggregator reads from it (window::InputAggregator::Read; nullptr for any other aggregator,
+  // which AddRead hands the record), into `inputs`, of size(). Pointers into record_value.
   void Read(const Value& record_value, std::span<const Value*> inputs) const;
   // Add, with the inputs Read returned for record_value. REQUIRES: as Add's.
   void AddRead(std::span<Value> accs, std::span<const Value* const> inputs,

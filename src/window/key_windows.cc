@@ -577,7 +577,7 @@ void KeyWindows::AddCount(KeyState& key, const Value& value, EventTime ts,
       // Full: its final result; with .Current() the update that filled it is reported too.
       if (!key.fired(i)) {
         WindowValue full = key.Take(i);
-        aggregations_.Add(full.accumulators, value, ts);
+        aggregations_.AddRead(full.accumulators, inputs_, value, ts);
         full.start = min_ts;
         full.end = max_ts + 1;
         if (emit_current_) outcome.current.push_back(full);

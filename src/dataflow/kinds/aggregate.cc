@@ -53,16 +53,16 @@ class AggregateOperator : public Operator {
   void CollectPrefetching(std::vector<Operator*>& out) override { out.push_back(this); }
 
  private:
-  window::Aggregations aggregations_;
-  TaskContext& ctx_;
-  UserFunctionCaller user_;
-  state::KeyValueStore& store_;
   // The key's results, into result_: {name: result, ...}.
   void WriteResult(std::span<const Value> accs) {
     Value::ObjectWriter fields(result_);
     aggregations_.WriteResults(accs, fields);
   }
 
+  window::Aggregations aggregations_;
+  TaskContext& ctx_;
+  UserFunctionCaller user_;
+  state::KeyValueStore& store_;
   const bool runs_user_code_;
   Value undo_;  // the key's accumulators before a record is added, when user code runs
   std::string key_;
