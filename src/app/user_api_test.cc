@@ -204,6 +204,61 @@ TEST(UserFunctions, AReduceInPlaceThatThrowsAfterChangingTheAccumulatorLeavesThe
       FirstAmount));
 }
 
+// A user aggregator whose Result throws for a count of 3: a window step's result that cannot be
+// computed is a dead letter naming the window, and every other window is emitted.
+class ThrowingCount : public Aggregator {
+ public:
+  std::string Describe() const override { return "throwing count"; }
+  Value Initial() const override { return Value(0); }
+  Status Accepts(const Value&) const override { return Status::OK(); }
+  void Add(Value& acc, const Value&, EventTime) const override {
+    acc = (acc.is_int() ? acc.as_int() : 0) + 1;
+  }
+  Value Merge(const Value& a, const Value& b) const override {
+    return Value(a.as_int() + b.as_int());
+  }
+  Value Result(const Value& acc) const override {
+    if (acc.is_int() && acc.as_int() == 3) throw std::runtime_error("three is refused");
+    return acc;
+  }
+};
+
+TEST(UserFunctions, AWindowResultAUserAggregatorCannotGiveIsADeadLetterAndTheRunGoesOn) {
+  TempDir dir;
+  WriteAmounts(dir);  // ann at 1, 3, 5, 7, 9 s; bob at 2, 4, 6, 8, 10 s
+  Application app(TestOptions(dir));
+  app.FromFile(UserFile(dir / "in.jsonl"))
+      .Window(WindowDefinition::Tumbling(std::chrono::seconds(6)))
+      .Agg({{"n", std::make_shared<ThrowingCount>()}})
+      .Final()
+      .ToFile(dir / "out.jsonl");
+  auto summary = app.Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  // [0, 6 s): ann 3 (refused), bob 2; [6 s, 12 s): ann 2, bob 3 (refused).
+  std::vector<std::string> emitted;
+  for (const std::string& line : ReadLines(dir / "out.jsonl")) {
+    const Value v = *Value::Parse(line);
+    emitted.push_back(std::string(v.Find("key")->as_string()) + " " + v.Find("value")->ToJson());
+  }
+  std::sort(emitted.begin(), emitted.end());
+  EXPECT_EQ(emitted, (std::vector<std::string>{R"(ann {"start":6000,"end":12000,"n":2})",
+                                               R"(bob {"start":0,"end":6000,"n":2})"}));
+  EXPECT_EQ(summary->user_function_failures, 2);
+  const std::vector<std::string> reasons = Reasons(dir);
+  ASSERT_EQ(reasons.size(), 2u);
+  for (const std::string& reason : reasons) {
+    EXPECT_NE(reason.find("three is refused"), std::string::npos) << reason;
+  }
+  std::vector<std::string> refused;
+  for (const ConsumedRecord& d : Consume(dir, "app.dlq")) {
+    refused.push_back(d.record.value.ToJson());
+  }
+  ASSERT_EQ(refused.size(), 2u);
+  for (const std::string& r : refused) {
+    EXPECT_NE(r.find("start"), std::string::npos) << "the dead letter names the window: " << r;
+  }
+}
+
 TEST(RecordOperations, MapRecordFilterRecordAndWithTimestampSeeTheWholeRecord) {
   TempDir dir;
   WriteAmounts(dir);

@@ -260,9 +260,16 @@ class WindowOperator : public Operator {
     // Into the record of the last emit: its members are reused unless a step after this one
     // took the value.
     emitted_.key = key;
-    windows_.WriteResult(w.start, w.end, w.accumulators, emitted_.value);
     emitted_.timestamp = EventTime(w.end - 1);
     emitted_.headers.clear();
+    auto write = [&] { windows_.WriteResult(w.start, w.end, w.accumulators, emitted_.value); };
+    if (!runs_user_code_) {
+      write();
+    } else if (!user_.Call(emitted_, write)) {
+      // A user aggregator's Result threw: the window's result is a dead letter (the record as
+      // far as it was written: its start and end first), and the run goes on.
+      return;
+    }
     Forward(std::move(emitted_));
   }
 
