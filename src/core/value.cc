@@ -8,6 +8,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/binary_value.h"
 #include "core/coding.h"
 #include "simdjson.h"
 
@@ -635,6 +636,13 @@ Status Value::AssignBinary(std::string_view& in) {
   Status s = AssignBinaryAt(in, *this, 0);
   if (!s.ok()) *this = Value();
   return s;
+}
+
+Status AssignWholeBinary(std::string_view bytes, Value& into) {
+  WEIR_RETURN_IF_ERROR(into.AssignBinary(bytes));
+  if (bytes.empty()) return Status::OK();
+  into = Value();
+  return Status::Corruption("bytes after the value");
 }
 
 }  // namespace weir

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "core/binary_value.h"
 #include "testing/random_value.h"
 
 namespace weir {
@@ -122,8 +123,13 @@ TEST(Value, RandomValuesRoundTripThroughJsonAndBinary) {
 // A number or a bool assigned in place gives what assigning a whole Value of it gives, over
 // a value of every type (its old content dropped, or overwritten where the type is the same).
 TEST(Value, AssigningAScalarInPlaceIsAssigningItsValue) {
-  const std::vector<Value> olds = {Value(), Value(true), Value(7), Value(2.5), Value("text"),
-                                   Value(Value::Array{1, 2}), Value::MakeObject({{"a", 1}})};
+  const std::vector<Value> olds = {Value(),
+                                   Value(true),
+                                   Value(7),
+                                   Value(2.5),
+                                   Value("text"),
+                                   Value(Value::Array{1, 2}),
+                                   Value::MakeObject({{"a", 1}})};
   for (const Value& old : olds) {
     Value v = old;
     v = 42;
@@ -217,6 +223,22 @@ TEST(Value, TruncatedBinaryIsCorruptionNotACrash) {
     std::string_view in(bin.data(), cut);
     EXPECT_FALSE(Value::ReadBinary(in).ok()) << cut;
   }
+}
+
+TEST(Value, AssignWholeBinaryTakesExactlyOneValueAndLeavesNullOtherwise) {
+  const Value v = Value::MakeObject({{"a", Value::Array{1, "two", 3.0}}, {"b", "text"}});
+  std::string bin;
+  v.AppendBinary(bin);
+  Value into("kept memory");
+  ASSERT_TRUE(AssignWholeBinary(bin, into).ok());
+  EXPECT_EQ(into, v);
+  Status trailing = AssignWholeBinary(bin + "\x01", into);
+  EXPECT_EQ(trailing.code(), StatusCode::kCorruption) << trailing.ToString();
+  EXPECT_EQ(trailing.message(), "bytes after the value");
+  EXPECT_TRUE(into.is_null());
+  into = v;
+  EXPECT_FALSE(AssignWholeBinary(std::string_view(bin).substr(0, bin.size() - 1), into).ok());
+  EXPECT_TRUE(into.is_null());
 }
 
 TEST(Value, ReadingTheWrongTypeThrowsATypeErrorThatSaysWhatItHolds) {

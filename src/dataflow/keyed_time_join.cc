@@ -6,6 +6,7 @@
 #include <ranges>
 #include <vector>
 
+#include "core/binary_value.h"
 #include "state/key_encoding.h"
 
 namespace weir::dataflow {
@@ -23,14 +24,6 @@ int64_t IndexWord(std::string_view index, size_t entry, size_t word) {
   int64_t w;
   std::memcpy(&w, index.data() + entry * JoinSide::kIndexBytes + word * sizeof(w), sizeof(w));
   return w;
-}
-
-// Decodes `bytes` into `into` if they are exactly one value in the binary form; else kCorruption
-// saying why.
-Status DecodeWhole(std::string_view bytes, Value& into) {
-  Status read = into.AssignBinary(bytes);
-  if (read.ok() && !bytes.empty()) return Status::Corruption("bytes after the value");
-  return read;
 }
 
 }  // namespace
@@ -175,7 +168,8 @@ Status JoinKeyState::CheckEntries(const Value& stored, bool left_flags) {
       if (end < static_cast<int64_t>(start) || end > static_cast<int64_t>(bytes.size())) {
         return Status::Corruption(entry() + " ends outside its side's values");
       }
-      Status read = DecodeWhole(bytes.substr(start, static_cast<size_t>(end) - start), decoded);
+      Status read =
+          AssignWholeBinary(bytes.substr(start, static_cast<size_t>(end) - start), decoded);
       if (!read.ok()) {
         return Status::Corruption(entry() + " is not one value in the binary form (" +
                                   read.message() + ")");
@@ -196,7 +190,7 @@ Status PairPart::AssignTo(Value& slot) const {
     slot = Value();
     return Status::OK();
   }
-  return DecodeWhole(encoded_, slot).WithContext("a join state's entry");
+  return AssignWholeBinary(encoded_, slot).WithContext("a join state's entry");
 }
 
 std::string JoinLateTopic(std::string_view option, std::string_view application) {

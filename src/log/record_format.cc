@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/binary_value.h"
 #include "core/coding.h"
 
 namespace weir::log {
@@ -26,13 +27,9 @@ bool SkipHeaders(std::string_view& in, uint64_t count) {
 
 Status DecodeStoredValue(std::string_view stored, Value& out) {
   if (!IsBinaryValue(stored)) return out.AssignJson(stored);
-  std::string_view in = stored.substr(kBinaryValueMark.size());
-  Status decoded = out.AssignBinary(in);
-  if (decoded.ok() && in.empty()) return decoded;
-  out = Value();
-  return Status::InvalidArgument(
-      "malformed binary value: " +
-      (decoded.ok() ? std::string("bytes after the value") : std::string(decoded.message())));
+  Status decoded = AssignWholeBinary(stored.substr(kBinaryValueMark.size()), out);
+  if (decoded.ok()) return decoded;
+  return Status::InvalidArgument("malformed binary value: " + decoded.message());
 }
 
 std::string_view StoredValueJson(std::string_view stored, std::string& scratch) {

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/binary_value.h"
 #include "core/names.h"
 #include "state/key_encoding.h"
 
@@ -190,12 +191,11 @@ Result<KeyValueStore::CacheNode*> KeyValueStore::Load(std::string_view key) {
 }
 
 Result<Value> KeyValueStore::Decode(std::string_view key, std::string_view bytes) const {
-  std::string_view in = bytes;
-  Result<Value> value = Value::ReadBinary(in);
-  if (value.ok() && !in.empty()) value = Status::Corruption("value: trailing bytes");
-  if (!value.ok()) {
-    return value.status().WithContext("store " + name_ + " key " + HexKey(key) +
-                                      " in state store " + owner_->dir_.string());
+  Value value;
+  Status decoded = AssignWholeBinary(bytes, value);
+  if (!decoded.ok()) {
+    return decoded.WithContext("store " + name_ + " key " + HexKey(key) + " in state store " +
+                               owner_->dir_.string());
   }
   return value;
 }
