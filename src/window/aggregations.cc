@@ -1,5 +1,7 @@
 #include "window/aggregations.h"
 
+#include <algorithm>
+
 #include "window/input_aggregator.h"
 
 namespace weir::window {
@@ -9,7 +11,13 @@ Aggregations::Aggregations(std::vector<std::pair<std::string, AggregatorPtr>> na
     : named_(std::move(named)), single_unnamed_(single_unnamed) {
   for (const auto& [name, agg] : named_) {
     readers_.push_back(dynamic_cast<const InputAggregator*>(agg.get()));
+    int_folds_.push_back(IntFoldOf(*agg));
   }
+}
+
+bool Aggregations::folds_ints() const {
+  return !named_.empty() &&
+         std::find(int_folds_.begin(), int_folds_.end(), IntFold::kNone) == int_folds_.end();
 }
 
 bool Aggregations::mergeable() const {

@@ -3,6 +3,7 @@
 // Thread safety: immutable; shared by every task.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <utility>
@@ -14,6 +15,14 @@
 namespace weir::window {
 
 class InputAggregator;
+
+// How a built-in aggregation folds an event into a scalar accumulator when the event's input is
+// an int (or absent) and the accumulator an int (or not yet a number), so that a window's packed
+// slot can be folded where it lies (KeyState::FoldInts) instead of through a Value: count, and
+// sum, min and max of a field. kNone: every other aggregation (mean, first, collect, user code).
+enum class IntFold : uint8_t { kNone, kCount, kSum, kMin, kMax };
+// The fold of a built-in, kNone for any other (defined beside the built-ins, aggregator.cc).
+IntFold IntFoldOf(const Aggregator& aggregator);
 
 class Aggregations {
  public:
@@ -48,6 +57,10 @@ class Aggregations {
                const Value& record_value, EventTime timestamp) const;
   // `into` becomes the accumulators of the union of both inputs.
   void MergeInto(std::span<Value> into, std::span<const Value> other) const;
+  // Each aggregation's IntFold, in order.
+  std::span<const IntFold> int_folds() const { return int_folds_; }
+  // Whether every aggregation has one (so a window's slots may all be folded in place).
+  bool folds_ints() const;
   // Writes the results as the next members: one per name, or "value" for a single unnamed one.
   void WriteResults(std::span<const Value> accs, Value::ObjectWriter& out) const;
 
@@ -55,6 +68,7 @@ class Aggregations {
   std::vector<std::pair<std::string, AggregatorPtr>> named_;
   // named_[i] as an InputAggregator, or nullptr if it is not one.
   std::vector<const InputAggregator*> readers_;
+  std::vector<IntFold> int_folds_;
   bool single_unnamed_;
 };
 

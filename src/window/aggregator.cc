@@ -18,6 +18,7 @@
 #include <optional>
 #include <utility>
 
+#include "window/aggregations.h"
 #include "window/input_aggregator.h"
 
 namespace weir {
@@ -173,6 +174,7 @@ class ExtremumAggregator : public FieldAggregator {
   }
   Value Merge(const Value& a, const Value& b) const override { return Pick(a, b); }
   Value Result(const Value& acc) const override { return acc; }
+  bool is_max() const { return is_max_; }
 
  private:
   Value Pick(const Value& a, const Value& b) const {
@@ -384,6 +386,19 @@ class ReduceAggregator : public window::InputAggregator {
 };
 
 }  // namespace
+
+namespace window {
+
+IntFold IntFoldOf(const Aggregator& aggregator) {
+  if (dynamic_cast<const CountAggregator*>(&aggregator) != nullptr) return IntFold::kCount;
+  if (dynamic_cast<const SumAggregator*>(&aggregator) != nullptr) return IntFold::kSum;
+  if (const auto* extremum = dynamic_cast<const ExtremumAggregator*>(&aggregator)) {
+    return extremum->is_max() ? IntFold::kMax : IntFold::kMin;
+  }
+  return IntFold::kNone;
+}
+
+}  // namespace window
 
 namespace agg {
 AggregatorPtr Count() { return std::make_shared<CountAggregator>(); }

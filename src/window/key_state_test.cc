@@ -4,6 +4,8 @@
 #include <random>
 
 #include "testing/random_value.h"
+#include "weir/aggregator.h"
+#include "window/aggregations.h"
 #include "window/key_windows.h"
 
 namespace weir::window {
@@ -41,15 +43,16 @@ Value ThroughTheBinaryForm(const Value& state) {
 }
 
 TEST(KeyState, ANewKeyHasRoomForTheWindowsItHoldsAtOnce) {
-  // 10 s windows every 2 s with 2 s of grace: 6 hold an event time or wait out their grace, and
-  // the next one opens before the oldest closes.
+  // 10 s windows every 2 s with 2 s of grace: 6 hold an event time or wait out their grace, the
+  // next one opens before the oldest closes, and an event opens its newest before the windows
+  // its watermark closes are expired.
   const WindowStateLayout hopping(WindowDefinition::Hopping(10s, 2s).Grace(2s), 2);
-  EXPECT_EQ(hopping.expected_windows(), 7u);
-  EXPECT_EQ(kTumbling.expected_windows(), 2u);  // no grace: the current one and the next
+  EXPECT_EQ(hopping.expected_windows(), 8u);
+  EXPECT_EQ(kTumbling.expected_windows(), 3u);  // no grace: the current one, the next, the newest
   EXPECT_EQ(WindowStateLayout(WindowDefinition::Hopping(60s, 1s), 1).expected_windows(), 8u);
   // A grace longer than the size counts as the size.
   EXPECT_EQ(WindowStateLayout(WindowDefinition::Tumbling(60s).Grace(3600s), 1).expected_windows(),
-            3u);
+            4u);
   EXPECT_EQ(WindowStateLayout(WindowDefinition::Session(30s), 1).expected_windows(), 1u);
   EXPECT_EQ(kCount.expected_windows(), 1u);
   EXPECT_EQ(kSliding.expected_windows(), 1u);
@@ -251,6 +254,102 @@ TEST(KeyState, AccumulatorsOfEveryKindKeepTheirWindowAsWindowsComeAndGo) {
       }
     }
   }
+}
+
+// KeyState::FoldInts against the fold through Values (LoadAccumulators, AddRead,
+// StoreAccumulators): windows that start with accumulators of every kind, and events whose
+// field is an int (near the ends of the range too), a double, null or absent. Where FoldInts
+// declines, it must leave the window as it was, and the fold through Values then gives the same.
+TEST(KeyState, AnIntFoldInPlaceGivesWhatTheFoldThroughValuesGives) {
+  const Aggregations aggregations({{"n", agg::Count()},
+                                   {"sum", agg::Sum("x")},
+                                   {"min", agg::Min("x")},
+                                   {"max", agg::Max("a.x")},
+                                   {"count", agg::Count()}},
+                                  false);
+  ASSERT_TRUE(aggregations.folds_ints());
+  const WindowStateLayout layout(WindowDefinition::Tumbling(10s), aggregations.size());
+  std::mt19937_64 rng(31);
+  auto random_int = [&]() -> int64_t {
+    switch (rng() % 4) {
+      case 0:
+        return std::numeric_limits<int64_t>::max() - static_cast<int64_t>(rng() % 3);
+      case 1:
+        return std::numeric_limits<int64_t>::min() + static_cast<int64_t>(rng() % 3);
+      default:
+        return static_cast<int64_t>(rng() % 21) - 10;
+    }
+  };
+  auto random_input = [&]() -> Value {
+    switch (rng() % 8) {
+      case 0:
+        return Value();
+      case 1:
+        return Value(static_cast<double>(rng() % 9) / 2 - 2);
+      default:
+        return Value(random_int());
+    }
+  };
+  auto fold_through_values = [&](KeyState& key, std::span<const Value* const> inputs,
+                                 const Value& record) {
+    Value::Array accs(aggregations.size());
+    key.LoadAccumulators(0, accs);
+    aggregations.AddRead(accs, inputs, record, EventTime(1));
+    key.StoreAccumulators(0, accs);
+  };
+  std::vector<const Value*> inputs(aggregations.size());
+  int folded = 0, declined = 0;
+  for (int episode = 0; episode < 400; ++episode) {
+    Value in_place_state, through_values_state;
+    KeyState in_place = KeyState::Create(in_place_state, layout, KeySerde::kInt);
+    KeyState through_values = KeyState::Create(through_values_state, layout, KeySerde::kInt);
+    in_place.Insert(0, 0, 10'000);
+    through_values.Insert(0, 0, 10'000);
+    if (episode % 2 == 1) {  // accumulators of every kind: null, bool, int, double, boxed
+      Value::Array accs(aggregations.size());
+      for (Value& a : accs) {
+        a = rng() % 2 == 0 ? Value(random_int()) : testing::RandomValue(rng);
+      }
+      Value::Array copy = accs;
+      in_place.StoreAccumulators(0, accs);
+      through_values.StoreAccumulators(0, copy);
+    }
+    for (int event = 0; event < 30; ++event) {
+      Value::Object fields;
+      if (rng() % 5 != 0) fields.emplace_back("x", random_input());
+      if (rng() % 5 != 0) fields.emplace_back("a", Value::MakeObject({{"x", random_input()}}));
+      const Value record(std::move(fields));
+      aggregations.Read(record, inputs);
+      const Value before = in_place_state;
+      if (in_place.FoldInts(0, aggregations.int_folds(), inputs)) {
+        ++folded;
+      } else {
+        ++declined;
+        ASSERT_EQ(in_place_state, before) << "a declined fold changed the window";
+        fold_through_values(in_place, inputs, record);
+      }
+      fold_through_values(through_values, inputs, record);
+      ASSERT_EQ(Accumulators(in_place, 0, layout), Accumulators(through_values, 0, layout))
+          << "episode " << episode << " event " << event << " record " << record.ToJson();
+    }
+  }
+  EXPECT_GT(folded, 1000);
+  EXPECT_GT(declined, 1000);
+}
+
+TEST(KeyState, OnlyCountSumMinAndMaxFoldIntsInPlace) {
+  EXPECT_EQ(IntFoldOf(*agg::Count()), IntFold::kCount);
+  EXPECT_EQ(IntFoldOf(*agg::Sum("x")), IntFold::kSum);
+  EXPECT_EQ(IntFoldOf(*agg::Min("x")), IntFold::kMin);
+  EXPECT_EQ(IntFoldOf(*agg::Max("x")), IntFold::kMax);
+  for (const AggregatorPtr& other :
+       {agg::Mean("x"), agg::First("x"), agg::Last("x"), agg::Collect("x"),
+        agg::Reduce([](const Value&acc, const Value&) { return acc; },
+                    [](const Value&v) { return v; })}) {
+    EXPECT_EQ(IntFoldOf(*other), IntFold::kNone) << other->Describe();
+  }
+  EXPECT_FALSE(Aggregations({{"n", agg::Count()}, {"m", agg::Mean("x")}}, false).folds_ints());
+  EXPECT_FALSE(Aggregations({}, false).folds_ints());
 }
 
 TEST(KeyState, PartitionBoundsRoundTripAndTheUnversionedFormIsRefused) {

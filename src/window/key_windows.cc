@@ -92,10 +92,11 @@ size_t WindowStateLayout::ExpectedWindows(const WindowDefinition& definition) {
   }
   // Windows end step apart; those not yet closed span size + grace past the key's latest event.
   // A grace longer than the size counts as the size: a key with few events holds few of those
-  // windows, and a key with many grows past them by doubling.
+  // windows, and a key with many grows past them by doubling. One more: an event opens its
+  // newest window before the windows its watermark closes are expired.
   const int64_t open_span =
       AddSaturating(definition.size(), std::min(definition.grace(), definition.size()));
-  return static_cast<size_t>(std::min(kMostReserved, open_span / definition.step() + 1));
+  return static_cast<size_t>(std::min(kMostReserved, open_span / definition.step() + 2));
 }
 
 KeyState KeyState::Create(Value& state, const WindowStateLayout& layout, KeySerde serde) {
@@ -310,6 +311,57 @@ void KeyState::StoreAccumulators(size_t i, std::span<Value> accumulators) {
   }
 }
 
+bool KeyState::FoldInts(size_t i, std::span<const IntFold> folds,
+                        std::span<const Value* const> inputs) {
+  // Every slot's new tag and payload first, so that a slot that cannot be folded here leaves the
+  // window as it was for the fold through Values.
+  if (folds.size() > kMostFoldsInPlace) return false;
+  char tags[kMostFoldsInPlace];
+  int64_t payloads[kMostFoldsInPlace];
+  const size_t first_slot = SlotAt(i, 0);
+  for (size_t a = 0; a < folds.size(); ++a) {
+    const char* slot = packed().data() + first_slot + a * WindowStateLayout::kSlotBytes;
+    const char tag = slot[0];
+    int64_t acc;
+    std::memcpy(&acc, slot + 1, sizeof acc);
+    tags[a] = tag;
+    payloads[a] = acc;
+    if (folds[a] != IntFold::kCount && inputs[a] == nullptr) continue;  // skipped, as SQL does
+    if (tag == kBoxedSlot) return false;
+    tags[a] = kIntSlot;
+    if (folds[a] == IntFold::kCount) {  // an int + 1; anything else counts as none
+      if (__builtin_add_overflow(tag == kIntSlot ? acc : 0, 1, &payloads[a])) return false;
+      continue;
+    }
+    if (tag == kDoubleSlot || !inputs[a]->is_int()) return false;
+    const int64_t v = inputs[a]->as_int();
+    if (tag != kIntSlot) {  // a null or bool: not a number yet, so the input is the first
+      payloads[a] = v;
+      continue;
+    }
+    switch (folds[a]) {
+      case IntFold::kSum:
+        if (__builtin_add_overflow(acc, v, &payloads[a])) return false;  // becomes a double
+        break;
+      case IntFold::kMin:
+        payloads[a] = std::min(acc, v);
+        break;
+      case IntFold::kMax:
+        payloads[a] = std::max(acc, v);
+        break;
+      case IntFold::kCount:
+      case IntFold::kNone:
+        return false;
+    }
+  }
+  char* slot = mutable_packed().data() + first_slot;
+  for (size_t a = 0; a < folds.size(); ++a, slot += WindowStateLayout::kSlotBytes) {
+    slot[0] = tags[a];
+    std::memcpy(slot + 1, &payloads[a], sizeof payloads[a]);
+  }
+  return true;
+}
+
 size_t KeyState::LowerBound(int64_t start) const {
   size_t lo = 0, hi = windows();
   while (lo < hi) {
@@ -363,6 +415,7 @@ KeyWindows::KeyWindows(WindowDefinition definition, const Aggregations& aggregat
       layout_(definition, aggregations.size()),
       emit_current_(emit_current),
       trigger_(std::move(trigger)),
+      folds_in_place_(aggregations.folds_ints() && !emit_current_ && !trigger_),
       accumulators_(aggregations.size()),
       merged_(aggregations.size()),
       inputs_(aggregations.size()) {}
@@ -388,6 +441,7 @@ void KeyWindows::WriteResult(int64_t start, int64_t end, std::span<const Value> 
 
 void KeyWindows::AddTo(KeyState& key, size_t i, int64_t start, int64_t end, const Value& value,
                        EventTime ts, AddOutcome& outcome) const {
+  if (folds_in_place_ && key.FoldInts(i, aggregations_.int_folds(), inputs_)) return;
   key.LoadAccumulators(i, accumulators_);
   aggregations_.AddRead(accumulators_, inputs_, value, ts);
   Updated(key, i, start, end, accumulators_, outcome);

@@ -116,10 +116,11 @@ class WindowStateLayout {
   // events of sliding windows).
   size_t first_box() const { return keeps_events_ ? 2 : 1; }
   // How many windows a key's state has room for when it is created, so that it does not grow
-  // window by window: for time-aligned windows, (size + min(grace, size)) / step + 1, at most 8:
+  // window by window: for time-aligned windows, (size + min(grace, size)) / step + 2, at most 8:
   // the most a key with steady events holds at once (those holding an event time, and those
-  // waiting out their grace); one for the other kinds. A key with few events keeps the room it
-  // does not use: up to 7 windows' bytes (a tumbling window with a grace of its size: 2).
+  // waiting out their grace), and the one an event opens before the windows its watermark
+  // closes are expired; one for the other kinds. A key with few events keeps the room it does
+  // not use: up to 7 windows' bytes (a tumbling window with a grace of its size: 3).
   size_t expected_windows() const { return expected_windows_; }
 
  private:
@@ -176,6 +177,15 @@ class KeyState {
   // a null, bool or number into its slot and boxes anything else; a boxed slot stays boxed.
   void LoadAccumulators(size_t i, std::span<Value> into);
   void StoreAccumulators(size_t i, std::span<Value> accumulators);
+  // Folds an event into window i's slots where they lie, as Aggregations::AddRead would fold
+  // them through Load/StoreAccumulators, when every aggregation is a count (an int or a slot
+  // that is not one) or an int fold of an input that is an int or absent (`inputs`, as
+  // Aggregations::Read gave them) into an int or a slot that is not a number. Returns false,
+  // changing nothing, otherwise: a boxed slot, a double, a sum or count that would overflow, more
+  // than kMostFoldsInPlace aggregations. REQUIRES: folds.size() == inputs.size() ==
+  // layout().aggregations().
+  static constexpr size_t kMostFoldsInPlace = 8;
+  bool FoldInts(size_t i, std::span<const IntFold> folds, std::span<const Value* const> inputs);
 
   // The index of the first window whose start is >= `start`.
   size_t LowerBound(int64_t start) const;
@@ -286,6 +296,10 @@ class KeyWindows {
   WindowStateLayout layout_;
   bool emit_current_;
   Trigger trigger_;
+  // Whether AddTo may fold an event into a window's packed slots where they lie
+  // (KeyState::FoldInts): every aggregation has an IntFold and nothing looks at a window's
+  // accumulators as it is updated (no .Current(), no trigger).
+  bool folds_in_place_;
   // A window's accumulators while they are worked on (KeyState::LoadAccumulators), and a second
   // window's for a merge: the per-event path allocates nothing for them.
   mutable Value::Array accumulators_;
