@@ -53,27 +53,28 @@ class WindowOperator : public Operator {
                    : 0) {}
 
   // Reads what the store holds: the partition's bounds and, closing by partition, the index.
+  // Every value read from the store from now on is checked as it is read (a key's windows
+  // against the step's layout, KeyState::Open; the partition's bounds), so that an event views
+  // its key's windows without a check of each (KeyWindows::View).
   Status Restore() {
+    store_.CheckLoadedWith([layout = windows_.layout()](std::string_view key, Value& stored) {
+      if (key == kPartitionKey) return window::DecodePartitionBounds(stored).status();
+      return KeyState::Open(stored, layout).status();
+    });
     WEIR_ASSIGN_OR_RETURN(const Value* partition, store_.Get(kPartitionKey));
     if (partition != nullptr) {
       WEIR_ASSIGN_OR_RETURN(partition_bounds_, window::DecodePartitionBounds(*partition));
     }
     if (!partition_mode_) return Status::OK();
-    Status opened;
-    WEIR_RETURN_IF_ERROR(store_.Scan("", "", false, [&](std::string_view key, const Value& state) {
+    return store_.Scan("", "", false, [&](std::string_view key, const Value& state) {
       if (key == kPartitionKey) return true;
       Value copy = state;  // KeyState views a mutable value
-      Result<KeyState> ks = windows_.View(copy);
-      if (!ks.ok()) {
-        opened = ks.status();
-        return false;
-      }
-      for (size_t i = 0; i < ks->windows(); ++i) {
-        index_.Add({ks->end(i), key, ks->start(i)});
+      const KeyState windows = windows_.View(copy);
+      for (size_t i = 0; i < windows.windows(); ++i) {
+        index_.Add({windows.end(i), key, windows.start(i)});
       }
       return true;
-    }));
-    return opened;
+    });
   }
 
   void Process(Record&& r) override {
@@ -96,9 +97,7 @@ class WindowOperator : public Operator {
     state::AppendMessageKey(state_key_, r.key.bytes());
     auto stored = store_.Mutate(state_key_);
     if (!stored.ok()) return Fail(stored.status());
-    Result<KeyState> opened = windows_.View(**stored, r.key.serde());
-    if (!opened.ok()) return Fail(opened.status());
-    KeyState& key = *opened;
+    KeyState key = windows_.View(**stored, r.key.serde());
 
     Bounds bounds = partition_bounds_;
     if (!partition_mode_) {
@@ -203,9 +202,7 @@ class WindowOperator : public Operator {
         store_.Delete(due.key.view());
         continue;
       }
-      Result<KeyState> opened = windows_.View(**state);
-      if (!opened.ok()) return Fail(opened.status());
-      KeyState& key = *opened;
+      KeyState key = windows_.View(**state);
       size_t i = key.LowerBound(due.start);
       if (i == key.windows() || key.start(i) != due.start) continue;  // gone
       if (!partition_bounds_.Closes(key.end(i))) {
@@ -227,7 +224,7 @@ class WindowOperator : public Operator {
   void CloseEveryKey() {
     Status closed = store_.MutateEach([&](std::string_view key_bytes, Value& stored) -> Status {
       if (key_bytes == kPartitionKey) return Status::OK();
-      WEIR_ASSIGN_OR_RETURN(KeyState key, windows_.View(stored));
+      KeyState key = windows_.View(stored);
       // Closed for good: a later run over more input finds these windows closed, as closing by
       // partition does with the partition's bounds.
       Bounds everything;

@@ -193,6 +193,7 @@ Result<KeyValueStore::CacheNode*> KeyValueStore::Load(std::string_view key) {
 Result<Value> KeyValueStore::Decode(std::string_view key, std::string_view bytes) const {
   Value value;
   Status decoded = AssignWholeBinary(bytes, value);
+  if (decoded.ok() && load_check_) decoded = load_check_(key, value);
   if (!decoded.ok()) {
     return decoded.WithContext("store " + name_ + " key " + HexKey(key) + " in state store " +
                                owner_->dir_.string());

@@ -91,6 +91,14 @@ class KeyValueStore {
   // thread in its close of every key at the end of input).
   Status MutateEach(const std::function<Status(std::string_view key, Value& value)>& visit);
 
+  // A check of every value read from RocksDB (a cache miss of Get or Mutate, a committed value
+  // Scan or MutateEach visits) before anything sees it, so that a step whose values have a
+  // layout checks it once, when a value enters memory, not at each use. A refusal is the read's
+  // error, with this store and the key as its context. Values written through the cache (Put,
+  // Mutate) are not checked: their writer made them. An empty check (the default) accepts all.
+  using LoadCheck = std::function<Status(std::string_view key, Value& value)>;
+  void CheckLoadedWith(LoadCheck check) { load_check_ = std::move(check); }
+
   // Entries changed since the last checkpoint.
   size_t dirty_count() const { return dirty_index_.size() + unindexed_.size(); }
   size_t cached_count() const { return cache_.size(); }
@@ -133,6 +141,8 @@ class KeyValueStore {
   // A cache miss: reads the committed value (unless cache_holds_every_key_) and caches it (or
   // its absence) as clean.
   Result<CacheNode*> Load(std::string_view key);
+  // A stored value read back, checked by load_check_; kCorruption (or the check's refusal) naming
+  // the store and key.
   Result<Value> Decode(std::string_view key, std::string_view bytes) const;
   // Sorts unindexed_ by key.
   void SortUnindexed();
@@ -164,6 +174,7 @@ class KeyValueStore {
   // RocksDB for its new keys.
   bool cache_holds_every_key_ = false;
   int64_t rocksdb_reads_ = 0;
+  LoadCheck load_check_;
   // Every dirty entry is in exactly one of these two. dirty_index_ holds them in key order (views
   // of cache_'s keys: its nodes never move), so that a Scan merges them with the
   // committed state without sorting the cache. A first write only appends to unindexed_, and the

@@ -420,9 +420,9 @@ KeyWindows::KeyWindows(WindowDefinition definition, const Aggregations& aggregat
       merged_(aggregations.size()),
       inputs_(aggregations.size()) {}
 
-Result<KeyState> KeyWindows::View(Value& state, KeySerde serde) const {
+KeyState KeyWindows::View(Value& state, KeySerde serde) const {
   if (state.is_null()) return KeyState::Create(state, layout_, serde);
-  return KeyState::Open(state, layout_);
+  return KeyState::Reopen(state, layout_);
 }
 
 Value KeyWindows::Result(int64_t start, int64_t end, std::span<const Value> accumulators) const {

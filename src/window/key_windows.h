@@ -144,6 +144,12 @@ class KeyState {
   // layout (another version, windows of another stride, a slot or box that does not fit).
   // Checks the header and every window's tags: a few bytes per window.
   static Result<KeyState> Open(Value& state, const WindowStateLayout& layout);
+  // A state that Open accepted (when it was read from the store: the window step checks every
+  // value it loads, KeyValueStore::CheckLoadedWith) or Create made, changed since only through
+  // KeyStates: viewed without a check, so that an event does not check every window of its key.
+  static KeyState Reopen(Value& state, const WindowStateLayout& layout) {
+    return KeyState(state, layout);
+  }
 
   KeySerde serde() const { return static_cast<KeySerde>(static_cast<uint8_t>(packed()[kSerdeAt])); }
   // The key's own watermark: the largest event time it has seen.
@@ -250,11 +256,15 @@ class KeyWindows {
 
   const WindowDefinition& definition() const { return definition_; }
   const WindowStateLayout& layout() const { return layout_; }
-  // A key's state (see KeyState): a null one becomes a key of `serde` with no windows; a stored
-  // one is opened, kCorruption if it is not of this layout.
-  weir::Result<KeyState> View(Value& state, KeySerde serde) const;
-  // A stored key's state (KeyState::Open).
-  weir::Result<KeyState> View(Value& state) const { return KeyState::Open(state, layout_); }
+  // A key's state (see KeyState): a null one becomes a key of `serde` with no windows; any other
+  // is viewed as it is (KeyState::Reopen). REQUIRES: a state that Open accepted when it was
+  // read from the store, changed since only through KeyStates.
+  KeyState View(Value& state, KeySerde serde) const;
+  // A stored key's state (KeyState::Reopen, with its REQUIRES).
+  KeyState View(Value& state) const { return KeyState::Reopen(state, layout_); }
+  // A stored key's state checked (KeyState::Open): kCorruption naming what is wrong if it is not
+  // of this layout.
+  weir::Result<KeyState> Open(Value& stored) const { return KeyState::Open(stored, layout_); }
 
   // Adds an event to the key's windows under `bounds` (the key's or the partition's, already
   // advanced for this event). REQUIRES: aggregations.Accepts(value).
