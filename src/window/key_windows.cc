@@ -378,6 +378,7 @@ size_t KeyState::LowerBound(int64_t start) const {
 void KeyState::Insert(size_t i, int64_t start, int64_t end) {
   ResetBoxCursor();
   mutable_packed().insert(WindowAt(i), layout_.stride(), '\0');  // null slots, not fired
+  ++windows_;
   set_span(i, start, end);
 }
 
@@ -393,6 +394,7 @@ void KeyState::Erase(size_t first, size_t count) {
     ResetBoxCursor();
   }
   mutable_packed().erase(WindowAt(first), count * layout_.stride());
+  windows_ -= count;
 }
 
 WindowValue KeyState::Take(size_t i) {

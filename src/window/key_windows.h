@@ -165,7 +165,7 @@ class KeyState {
   Value::Array& kept_events();
   void clear_kept_events();
 
-  size_t windows() const { return (packed().size() - kHeaderBytes) / layout_.stride(); }
+  size_t windows() const { return windows_; }
   int64_t start(size_t i) const { return Read(WindowAt(i) + kStartAt); }
   int64_t end(size_t i) const { return Read(WindowAt(i) + kEndAt); }
   bool fired(size_t i) const { return packed()[WindowAt(i) + kFiredAt] != 0; }
@@ -217,6 +217,7 @@ class KeyState {
   // REQUIRES: `state` is a string or an array whose first element is one.
   KeyState(Value& state, const WindowStateLayout& layout) : state_(&state), layout_(layout) {
     FindPacked();
+    windows_ = (packed().size() - kHeaderBytes) / layout_.stride();
   }
   // The packed string: the state itself, or the first element of an array-shaped state.
   std::string_view packed() const { return *packed_; }
@@ -240,6 +241,9 @@ class KeyState {
   Value* state_;
   Value::String* packed_;
   WindowStateLayout layout_;
+  // The packed string's windows, counted once (a division by the stride) and kept by Insert and
+  // Erase: the loops over an event's windows ask at every step.
+  size_t windows_;
   // The first box of window `window` (BoxIndex); reset when windows or boxes move.
   struct BoxCursor {
     size_t window;
