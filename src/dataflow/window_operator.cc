@@ -69,9 +69,9 @@ class WindowOperator : public Operator {
     return store_.Scan("", "", false, [&](std::string_view key, const Value& state) {
       if (key == kPartitionKey) return true;
       Value copy = state;  // KeyState views a mutable value
-      const KeyState windows = windows_.View(copy);
-      for (size_t i = 0; i < windows.windows(); ++i) {
-        index_.Add({windows.end(i), key, windows.start(i)});
+      const KeyState windows_of_key = windows_.View(copy);
+      for (size_t i = 0; i < windows_of_key.windows(); ++i) {
+        index_.Add({windows_of_key.end(i), key, windows_of_key.start(i)});
       }
       return true;
     });

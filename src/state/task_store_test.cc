@@ -552,6 +552,16 @@ TEST_F(TaskStoreTest, ALoadCheckSeesEveryValueReadFromRocksDBAndNoneWrittenInMem
   Status scanned = counts.Scan("", "", false, [](std::string_view, const Value&) { return true; });
   EXPECT_EQ(scanned.code(), StatusCode::kCorruption) << scanned.ToString();
   EXPECT_EQ(checked, (std::vector<std::string>{"a", "b"}));
+  // MutateEach of a store whose committed keys are not all cached reads them as a Scan does.
+  checked.clear();
+  std::vector<std::string> visited;
+  Status mutated = counts.MutateEach([&](std::string_view key, Value&) {
+    visited.emplace_back(key);
+    return Status::OK();
+  });
+  EXPECT_EQ(mutated.code(), StatusCode::kCorruption) << mutated.ToString();
+  EXPECT_EQ(checked, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(visited.empty()) << "a key was visited before every value was read and checked";
 }
 
 TEST_F(TaskStoreTest, AStoreOpenedEmptyAnswersMissesWithoutRocksDBUntilAValueLeavesTheCache) {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -127,10 +128,19 @@ class CountAggregator : public Aggregator {
   Value Initial() const override { return Value(0); }
   Status Accepts(const Value&) const override { return Status::OK(); }
   void Add(Value& acc, const Value&, EventTime) const override {
-    acc = acc.is_int() ? acc.as_int() + 1 : int64_t{1};
+    acc = acc.is_int() ? AddCounts(acc.as_int(), 1) : int64_t{1};
   }
   Value Merge(const Value& a, const Value& b) const override {
-    return Value((a.is_int() ? a.as_int() : 0) + (b.is_int() ? b.as_int() : 0));
+    return Value(AddCounts(a.is_int() ? a.as_int() : 0, b.is_int() ? b.as_int() : 0));
+  }
+
+ private:
+  // a + b, held at the end of the range where it would overflow (a stored count near it can
+  // only be a crafted state, never 2^63 events).
+  static int64_t AddCounts(int64_t a, int64_t b) {
+    int64_t sum;
+    if (!__builtin_add_overflow(a, b, &sum)) return sum;
+    return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
   }
   Value Result(const Value& acc) const override { return acc.is_int() ? acc : Value(0); }
 };

@@ -257,9 +257,11 @@ TEST(KeyState, AccumulatorsOfEveryKindKeepTheirWindowAsWindowsComeAndGo) {
 }
 
 // KeyState::FoldInts against the fold through Values (LoadAccumulators, AddRead,
-// StoreAccumulators): windows that start with accumulators of every kind, and events whose
-// field is an int (near the ends of the range too), a double, null or absent. Where FoldInts
-// declines, it must leave the window as it was, and the fold through Values then gives the same.
+// StoreAccumulators), in time windows and count windows (whose slots follow more fields): keys of
+// three windows that start with accumulators of every kind, and events whose field is an int
+// (near the ends of the range too), a double, null or absent, each folded into one of the
+// windows. Where FoldInts declines, it must leave the state as it was, and the fold through
+// Values then gives the same; the other windows never change.
 TEST(KeyState, AnIntFoldInPlaceGivesWhatTheFoldThroughValuesGives) {
   const Aggregations aggregations({{"n", agg::Count()},
                                    {"sum", agg::Sum("x")},
@@ -268,7 +270,6 @@ TEST(KeyState, AnIntFoldInPlaceGivesWhatTheFoldThroughValuesGives) {
                                    {"count", agg::Count()}},
                                   false);
   ASSERT_TRUE(aggregations.folds_ints());
-  const WindowStateLayout layout(WindowDefinition::Tumbling(10s), aggregations.size());
   std::mt19937_64 rng(31);
   auto random_int = [&]() -> int64_t {
     switch (rng() % 4) {
@@ -290,51 +291,63 @@ TEST(KeyState, AnIntFoldInPlaceGivesWhatTheFoldThroughValuesGives) {
         return Value(random_int());
     }
   };
-  auto fold_through_values = [&](KeyState& key, std::span<const Value* const> inputs,
-                                 const Value& record) {
-    Value::Array accs(aggregations.size());
-    key.LoadAccumulators(0, accs);
-    aggregations.AddRead(accs, inputs, record, EventTime(1));
-    key.StoreAccumulators(0, accs);
-  };
-  std::vector<const Value*> inputs(aggregations.size());
-  int folded = 0, declined = 0;
-  for (int episode = 0; episode < 400; ++episode) {
-    Value in_place_state, through_values_state;
-    KeyState in_place = KeyState::Create(in_place_state, layout, KeySerde::kInt);
-    KeyState through_values = KeyState::Create(through_values_state, layout, KeySerde::kInt);
-    in_place.Insert(0, 0, 10'000);
-    through_values.Insert(0, 0, 10'000);
-    if (episode % 2 == 1) {  // accumulators of every kind: null, bool, int, double, boxed
+  constexpr size_t kWindows = 3;
+  for (const WindowDefinition& definition :
+       {WindowDefinition::Tumbling(10s), WindowDefinition::CountTumbling(5)}) {
+    const WindowStateLayout layout(definition, aggregations.size());
+    auto fold_through_values = [&](KeyState& key, size_t i, std::span<const Value* const> inputs,
+                                   const Value& record) {
       Value::Array accs(aggregations.size());
-      for (Value& a : accs) {
-        a = rng() % 2 == 0 ? Value(random_int()) : testing::RandomValue(rng);
+      key.LoadAccumulators(i, accs);
+      aggregations.AddRead(accs, inputs, record, EventTime(1));
+      key.StoreAccumulators(i, accs);
+    };
+    std::vector<const Value*> inputs(aggregations.size());
+    int folded = 0, declined = 0;
+    for (int episode = 0; episode < 400; ++episode) {
+      Value in_place_state, through_values_state;
+      KeyState in_place = KeyState::Create(in_place_state, layout, KeySerde::kInt);
+      KeyState through_values = KeyState::Create(through_values_state, layout, KeySerde::kInt);
+      for (size_t i = 0; i < kWindows; ++i) {
+        const int64_t start = static_cast<int64_t>(i) * 10'000;
+        in_place.Insert(i, start, start + 10'000);
+        through_values.Insert(i, start, start + 10'000);
+        if (rng() % 2 == 0) continue;
+        // Accumulators of every kind: null, bool, int, double, boxed.
+        Value::Array accs(aggregations.size());
+        for (Value& a : accs) {
+          a = rng() % 2 == 0 ? Value(random_int()) : testing::RandomValue(rng);
+        }
+        Value::Array copy = accs;
+        in_place.StoreAccumulators(i, accs);
+        through_values.StoreAccumulators(i, copy);
       }
-      Value::Array copy = accs;
-      in_place.StoreAccumulators(0, accs);
-      through_values.StoreAccumulators(0, copy);
-    }
-    for (int event = 0; event < 30; ++event) {
-      Value::Object fields;
-      if (rng() % 5 != 0) fields.emplace_back("x", random_input());
-      if (rng() % 5 != 0) fields.emplace_back("a", Value::MakeObject({{"x", random_input()}}));
-      const Value record(std::move(fields));
-      aggregations.Read(record, inputs);
-      const Value before = in_place_state;
-      if (in_place.FoldInts(0, aggregations.int_folds(), inputs)) {
-        ++folded;
-      } else {
-        ++declined;
-        ASSERT_EQ(in_place_state, before) << "a declined fold changed the window";
-        fold_through_values(in_place, inputs, record);
+      for (int event = 0; event < 30; ++event) {
+        Value::Object fields;
+        if (rng() % 5 != 0) fields.emplace_back("x", random_input());
+        if (rng() % 5 != 0) fields.emplace_back("a", Value::MakeObject({{"x", random_input()}}));
+        const Value record(std::move(fields));
+        const size_t window = rng() % kWindows;
+        aggregations.Read(record, inputs);
+        const Value before = in_place_state;
+        if (in_place.FoldInts(window, aggregations.int_folds(), inputs)) {
+          ++folded;
+        } else {
+          ++declined;
+          ASSERT_EQ(in_place_state, before) << "a declined fold changed the state";
+          fold_through_values(in_place, window, inputs, record);
+        }
+        fold_through_values(through_values, window, inputs, record);
+        for (size_t i = 0; i < kWindows; ++i) {
+          ASSERT_EQ(Accumulators(in_place, i, layout), Accumulators(through_values, i, layout))
+              << "episode " << episode << " event " << event << " window " << i << " record "
+              << record.ToJson();
+        }
       }
-      fold_through_values(through_values, inputs, record);
-      ASSERT_EQ(Accumulators(in_place, 0, layout), Accumulators(through_values, 0, layout))
-          << "episode " << episode << " event " << event << " record " << record.ToJson();
     }
+    EXPECT_GT(folded, 1000);
+    EXPECT_GT(declined, 1000);
   }
-  EXPECT_GT(folded, 1000);
-  EXPECT_GT(declined, 1000);
 }
 
 TEST(KeyState, OnlyCountSumMinAndMaxFoldIntsInPlace) {
@@ -342,10 +355,11 @@ TEST(KeyState, OnlyCountSumMinAndMaxFoldIntsInPlace) {
   EXPECT_EQ(IntFoldOf(*agg::Sum("x")), IntFold::kSum);
   EXPECT_EQ(IntFoldOf(*agg::Min("x")), IntFold::kMin);
   EXPECT_EQ(IntFoldOf(*agg::Max("x")), IntFold::kMax);
+  const AggregatorPtr keep_first =
+      agg::Reduce([](const Value& accumulator, const Value&) { return accumulator; },
+                  [](const Value& first) { return first; });
   for (const AggregatorPtr& other :
-       {agg::Mean("x"), agg::First("x"), agg::Last("x"), agg::Collect("x"),
-        agg::Reduce([](const Value&acc, const Value&) { return acc; },
-                    [](const Value&v) { return v; })}) {
+       {agg::Mean("x"), agg::First("x"), agg::Last("x"), agg::Collect("x"), keep_first}) {
     EXPECT_EQ(IntFoldOf(*other), IntFold::kNone) << other->Describe();
   }
   EXPECT_FALSE(Aggregations({{"n", agg::Count()}, {"m", agg::Mean("x")}}, false).folds_ints());

@@ -417,7 +417,9 @@ KeyWindows::KeyWindows(WindowDefinition definition, const Aggregations& aggregat
       layout_(definition, aggregations.size()),
       emit_current_(emit_current),
       trigger_(std::move(trigger)),
-      folds_in_place_(aggregations.folds_ints() && !emit_current_ && !trigger_),
+      folds_in_place_(aggregations.folds_ints() &&
+                      aggregations.size() <= KeyState::kMostFoldsInPlace && !emit_current_ &&
+                      !trigger_),
       accumulators_(aggregations.size()),
       merged_(aggregations.size()),
       inputs_(aggregations.size()) {}

@@ -135,7 +135,9 @@ class WindowStateLayout {
 };
 
 // A view of a key's state value with named access to its header and its windows. It points into
-// the value: valid while the value is changed only through it.
+// the value, and counts its windows when it is made: valid while the value is changed only
+// through it (another view that inserts or erases windows, or an assignment to the value, leaves
+// it stale).
 class KeyState {
  public:
   // Makes `state` (null: the key has no state yet) a key of `serde` with no windows.
@@ -146,7 +148,8 @@ class KeyState {
   static Result<KeyState> Open(Value& state, const WindowStateLayout& layout);
   // A state that Open accepted (when it was read from the store: the window step checks every
   // value it loads, KeyValueStore::CheckLoadedWith) or Create made, changed since only through
-  // KeyStates: viewed without a check, so that an event does not check every window of its key.
+  // KeyStates (or a copy of such a state): viewed without a check, so that an event does not
+  // check every window of its key.
   static KeyState Reopen(Value& state, const WindowStateLayout& layout) {
     return KeyState(state, layout);
   }
@@ -266,9 +269,6 @@ class KeyWindows {
   KeyState View(Value& state, KeySerde serde) const;
   // A stored key's state (KeyState::Reopen, with its REQUIRES).
   KeyState View(Value& state) const { return KeyState::Reopen(state, layout_); }
-  // A stored key's state checked (KeyState::Open): kCorruption naming what is wrong if it is not
-  // of this layout.
-  weir::Result<KeyState> Open(Value& stored) const { return KeyState::Open(stored, layout_); }
 
   // Adds an event to the key's windows under `bounds` (the key's or the partition's, already
   // advanced for this event). REQUIRES: aggregations.Accepts(value).
@@ -295,11 +295,12 @@ class KeyWindows {
   void AddSession(KeyState& key, const Bounds& bounds, const Value& value, EventTime ts,
                   AddOutcome& outcome) const;
   void AddCount(KeyState& key, const Value& value, EventTime ts, AddOutcome& outcome) const;
-  // Folds the event into window i's accumulators (loaded into accumulators_, stored back),
-  // with the inputs Add read from it into inputs_.
-  // Reports the updated window (start, end as emitted): to `current` (for .Current()), and to
-  // the trigger, which may fire it: a fired window goes to `ready` and is kept, marked fired,
-  // until it closes.
+  // Folds the event into window i's accumulators, with the inputs Add read from it into inputs_:
+  // in its packed slots where they lie when folds_in_place_ and KeyState::FoldInts takes them
+  // (nothing is reported then: no .Current(), no trigger), else loaded into accumulators_ and
+  // stored back. Reports the updated window (start, end as emitted): to `current` (for
+  // .Current()), and to the trigger, which may fire it: a fired window goes to `ready` and is
+  // kept, marked fired, until it closes.
   void AddTo(KeyState& key, size_t i, int64_t start, int64_t end, const Value& value, EventTime ts,
              AddOutcome& outcome) const;
   void Updated(KeyState& key, size_t i, int64_t start, int64_t end,
@@ -311,8 +312,9 @@ class KeyWindows {
   bool emit_current_;
   Trigger trigger_;
   // Whether AddTo may fold an event into a window's packed slots where they lie
-  // (KeyState::FoldInts): every aggregation has an IntFold and nothing looks at a window's
-  // accumulators as it is updated (no .Current(), no trigger).
+  // (KeyState::FoldInts): every aggregation has an IntFold, there are at most
+  // KeyState::kMostFoldsInPlace of them, and nothing looks at a window's accumulators as it is
+  // updated (no .Current(), no trigger).
   bool folds_in_place_;
   // A window's accumulators while they are worked on (KeyState::LoadAccumulators), and a second
   // window's for a merge: the per-event path allocates nothing for them.
