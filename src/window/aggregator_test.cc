@@ -98,6 +98,21 @@ TEST(Aggregator, SumKeepsIntegersExactAndSwitchesToDoubleWhenNeeded) {
   EXPECT_EQ(sum->Result(Fold(*sum, {Amount(1), Amount(0.5)})), Value(1.5));
 }
 
+// A count can only come near 2^63 from a crafted stored state; it then holds at the end of the
+// range instead of overflowing.
+TEST(Aggregator, ACountHoldsAtTheEndOfTheIntRange) {
+  constexpr int64_t kMost = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kLeast = std::numeric_limits<int64_t>::min();
+  AggregatorPtr count = agg::Count();
+  Value acc(kMost - 1);
+  count->Add(acc, Value(), EventTime(0));
+  count->Add(acc, Value(), EventTime(0));
+  EXPECT_EQ(acc, Value(kMost));
+  EXPECT_EQ(count->Merge(Value(kMost), Value(kMost)), Value(kMost));
+  EXPECT_EQ(count->Merge(Value(kLeast), Value(int64_t{-1})), Value(kLeast));
+  EXPECT_EQ(count->Merge(Value(int64_t{2}), Value(int64_t{3})), Value(int64_t{5}));
+}
+
 TEST(Aggregator, NullAndMissingFieldsAreSkippedLikeSql) {
   auto sum = agg::Sum("amount");
   auto mean = agg::Mean("amount");
