@@ -17,7 +17,8 @@
 // before it. Sliding windows keep the events that may still fall into a window, [[ts, value],
 // ...] sorted by ts, at index 1 of that array, before the boxes; their state is always an array.
 // A stored value of another version or shape is refused with a kCorruption Status when it is
-// opened (KeyState::Open), never read as something else.
+// opened (KeyState::Open, which the window step runs on every value as its store reads it from
+// disk), never read as something else.
 //
 // Bounds only move forward. close_bound: every window with end <= close_bound has closed.
 // late_bound (sessions): events before it are late. They are derived from the watermark and
