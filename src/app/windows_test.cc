@@ -271,54 +271,63 @@ TEST_F(Windows, PartitionClosingEmitsTheRealMessageKeyInEveryWindowType) {
 }
 
 TEST_F(Windows, GraceGrowingAcrossARestartNeverReopensWhatWasEmitted) {
-  // Run 1 (grace 0) closes [1000] at watermark 1300 and emits it. Run 2 resumes with a grace so
-  // large that, by the watermark alone, 1050 would be admissible and join [1000] again.
-  auto run = [&](int64_t grace) {
-    // The first run stops once it has read both events (an unbounded topic: its windows must not
-    // close by the end of input); the second reads to the end.
-    const bool first = grace == 0;
-    Application* running = nullptr;
-    Application app(
-        {.name = "g", .data_dir = dir_ / "data", .on_checkpoint = [&](int64_t, int64_t records_in) {
-           if (first && records_in >= 2) running->Stop();
-         }});
-    running = &app;
-    app.FromTopic({.topic = "in", .key = {"key"}, .timestamp_field = "ts", .bounded = !first})
-        .Window(Session(100, grace))
-        .Agg(agg::Count())
-        .LateFile(dir_ / "late.jsonl")
-        .Final()
-        .ToTopic("out");
-    return app.Run();
-  };
-  {
-    auto log = log::LogStore::Open({.dir = std::filesystem::path(dir_ / "data") / "log"});
-    ASSERT_TRUE(log.ok());
-    auto topic = (*log)->CreateTopic("in", {});
-    ASSERT_TRUE(topic.ok());
-    log::RecordBatchBuilder b;
-    b.AddRaw(EventTime(1000), KeySerde::kString, "u", R"({"key":"u","ts":1000})");
-    b.AddRaw(EventTime(1300), KeySerde::kString, "u", R"({"key":"u","ts":1300})");
-    ASSERT_TRUE((*topic)->partition(PartitionId(0)).Append(b, log::Durability::kWaitDurable).ok());
+  // Closing by key the bound is the key's; by partition, the partition's (written to the store
+  // at the end of the batch that moved it).
+  for (const weir::Closing closing : {weir::Closing::kKey, weir::Closing::kPartition}) {
+    SCOPED_TRACE(closing == weir::Closing::kKey ? "closing by key" : "closing by partition");
+    TempDir dir;
+    // Run 1 (grace 0) closes [1000] at watermark 1300 and emits it. Run 2 resumes with a grace so
+    // large that, by the watermark alone, 1050 would be admissible and join [1000] again.
+    auto run = [&](int64_t grace) {
+      // The first run stops once it has read both events (an unbounded topic: its windows must not
+      // close by the end of input); the second reads to the end.
+      const bool first = grace == 0;
+      Application* running = nullptr;
+      Application app({.name = "g",
+                       .data_dir = dir / "data",
+                       .on_checkpoint = [&](int64_t, int64_t records_in) {
+                         if (first && records_in >= 2) running->Stop();
+                       }});
+      running = &app;
+      app.FromTopic({.topic = "in", .key = {"key"}, .timestamp_field = "ts", .bounded = !first})
+          .Window(Session(100, grace))
+          .Agg(agg::Count())
+          .Closing(closing)
+          .LateFile(dir / "late.jsonl")
+          .Final()
+          .ToTopic("out");
+      return app.Run();
+    };
+    {
+      auto log = log::LogStore::Open({.dir = std::filesystem::path(dir / "data") / "log"});
+      ASSERT_TRUE(log.ok());
+      auto topic = (*log)->CreateTopic("in", {});
+      ASSERT_TRUE(topic.ok());
+      log::RecordBatchBuilder b;
+      b.AddRaw(EventTime(1000), KeySerde::kString, "u", R"({"key":"u","ts":1000})");
+      b.AddRaw(EventTime(1300), KeySerde::kString, "u", R"({"key":"u","ts":1300})");
+      ASSERT_TRUE(
+          (*topic)->partition(PartitionId(0)).Append(b, log::Durability::kWaitDurable).ok());
+    }
+    ASSERT_TRUE(run(0).ok());
+    {
+      auto log = log::LogStore::Open({.dir = std::filesystem::path(dir / "data") / "log"});
+      log::RecordBatchBuilder b;
+      b.AddRaw(EventTime(1050), KeySerde::kString, "u", R"({"key":"u","ts":1050})");
+      ASSERT_TRUE((*(*log)->GetTopic("in"))
+                      ->partition(PartitionId(0))
+                      .Append(b, log::Durability::kWaitDurable)
+                      .ok());
+    }
+    auto second = run(100000);  // grace and gap may change across a restart
+    ASSERT_TRUE(second.ok()) << second.status().ToString();
+    EXPECT_EQ(second->late, 1);
+    std::vector<std::string> spans;
+    for (const auto& r : testing::ReadTopic(dir / "data", "out")) {
+      spans.push_back(r.value.Find("start")->ToJson() + "-" + r.value.Find("end")->ToJson());
+    }
+    EXPECT_EQ(spans, (std::vector<std::string>{"1000-1001", "1300-1301"}));
   }
-  ASSERT_TRUE(run(0).ok());
-  {
-    auto log = log::LogStore::Open({.dir = std::filesystem::path(dir_ / "data") / "log"});
-    log::RecordBatchBuilder b;
-    b.AddRaw(EventTime(1050), KeySerde::kString, "u", R"({"key":"u","ts":1050})");
-    ASSERT_TRUE((*(*log)->GetTopic("in"))
-                    ->partition(PartitionId(0))
-                    .Append(b, log::Durability::kWaitDurable)
-                    .ok());
-  }
-  auto second = run(100000);  // grace and gap may change across a restart
-  ASSERT_TRUE(second.ok()) << second.status().ToString();
-  EXPECT_EQ(second->late, 1);
-  std::vector<std::string> spans;
-  for (const auto& r : testing::ReadTopic(dir_ / "data", "out")) {
-    spans.push_back(r.value.Find("start")->ToJson() + "-" + r.value.Find("end")->ToJson());
-  }
-  EXPECT_EQ(spans, (std::vector<std::string>{"1000-1001", "1300-1301"}));
 }
 
 // A key's windows stored in a shape this build does not read (a slot's tag rewritten) are

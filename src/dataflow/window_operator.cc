@@ -89,8 +89,10 @@ class WindowOperator : public Operator {
     if (partition_mode_) {
       // Records this step did not see (a filter before it dropped them) may have moved the
       // watermark: what they closed closes first, so the event meets the windows as they are.
+      // The bounds are written to the store by OnWatermark, which the task calls at the end of
+      // every batch in which its watermark moved, before a checkpoint can be taken: they move
+      // only with the watermark, and only a restart reads them.
       partition_bounds_.Advance(spec_.definition, watermark);
-      SaveBounds();
       Sweep();
     }
     state_key_.clear();
