@@ -82,6 +82,22 @@ class Windows : public ::testing::Test {
     return ts;
   }
 
+  // Appends events of key "u" at `times` ({"key":"u","ts":T}) to the topic "in" of the log under
+  // `data_dir`, creating it if needed.
+  static void AppendToIn(const std::filesystem::path& data_dir, const std::vector<int64_t>& times) {
+    auto log = log::LogStore::Open({.dir = data_dir / "log"});
+    ASSERT_TRUE(log.ok());
+    auto topic = (*log)->GetTopic("in");
+    if (!topic.ok()) topic = (*log)->CreateTopic("in", {});
+    ASSERT_TRUE(topic.ok());
+    log::RecordBatchBuilder b;
+    for (int64_t ts : times) {
+      b.AddRaw(EventTime(ts), KeySerde::kString, "u",
+               R"({"key":"u","ts":)" + std::to_string(ts) + "}");
+    }
+    ASSERT_TRUE((*topic)->partition(PartitionId(0)).Append(b, log::Durability::kWaitDurable).ok());
+  }
+
   TempDir dir_;
 };
 
@@ -298,27 +314,9 @@ TEST_F(Windows, GraceGrowingAcrossARestartNeverReopensWhatWasEmitted) {
           .ToTopic("out");
       return app.Run();
     };
-    {
-      auto log = log::LogStore::Open({.dir = std::filesystem::path(dir / "data") / "log"});
-      ASSERT_TRUE(log.ok());
-      auto topic = (*log)->CreateTopic("in", {});
-      ASSERT_TRUE(topic.ok());
-      log::RecordBatchBuilder b;
-      b.AddRaw(EventTime(1000), KeySerde::kString, "u", R"({"key":"u","ts":1000})");
-      b.AddRaw(EventTime(1300), KeySerde::kString, "u", R"({"key":"u","ts":1300})");
-      ASSERT_TRUE(
-          (*topic)->partition(PartitionId(0)).Append(b, log::Durability::kWaitDurable).ok());
-    }
+    ASSERT_NO_FATAL_FAILURE(AppendToIn(dir / "data", {1000, 1300}));
     ASSERT_TRUE(run(0).ok());
-    {
-      auto log = log::LogStore::Open({.dir = std::filesystem::path(dir / "data") / "log"});
-      log::RecordBatchBuilder b;
-      b.AddRaw(EventTime(1050), KeySerde::kString, "u", R"({"key":"u","ts":1050})");
-      ASSERT_TRUE((*(*log)->GetTopic("in"))
-                      ->partition(PartitionId(0))
-                      .Append(b, log::Durability::kWaitDurable)
-                      .ok());
-    }
+    ASSERT_NO_FATAL_FAILURE(AppendToIn(dir / "data", {1050}));
     auto second = run(100000);  // grace and gap may change across a restart
     ASSERT_TRUE(second.ok()) << second.status().ToString();
     EXPECT_EQ(second->late, 1);
@@ -340,20 +338,6 @@ TEST_F(Windows, AKeysWindowsStoredInAnotherShapeAreRefusedWhenRead) {
     SCOPED_TRACE(closing == weir::Closing::kKey ? "closing by key" : "closing by partition");
     TempDir dir;
     const std::filesystem::path data = dir / "data";
-    auto append = [&](const std::vector<int64_t>& times) {
-      auto log = log::LogStore::Open({.dir = data / "log"});
-      ASSERT_TRUE(log.ok());
-      auto topic = (*log)->GetTopic("in");
-      if (!topic.ok()) topic = (*log)->CreateTopic("in", {});
-      ASSERT_TRUE(topic.ok());
-      log::RecordBatchBuilder b;
-      for (int64_t ts : times) {
-        b.AddRaw(EventTime(ts), KeySerde::kString, "u",
-                 R"({"key":"u","ts":)" + std::to_string(ts) + "}");
-      }
-      ASSERT_TRUE(
-          (*topic)->partition(PartitionId(0)).Append(b, log::Durability::kWaitDurable).ok());
-    };
     // The first run stops once it has read both events, its window still open.
     auto run = [&](bool first) {
       Application* running = nullptr;
@@ -370,7 +354,7 @@ TEST_F(Windows, AKeysWindowsStoredInAnotherShapeAreRefusedWhenRead) {
           .ToTopic("out");
       return app.Run();
     };
-    append({1000, 1300});
+    ASSERT_NO_FATAL_FAILURE(AppendToIn(data, {1000, 1300}));
     ASSERT_TRUE(run(true).ok());
     {
       std::filesystem::path task = data / "apps" / "s" / "tasks";
@@ -396,7 +380,7 @@ TEST_F(Windows, AKeysWindowsStoredInAnotherShapeAreRefusedWhenRead) {
       ASSERT_TRUE((*store)->Prepare("rewritten").ok());
       ASSERT_TRUE((*store)->Commit().ok());
     }
-    append({1500});
+    ASSERT_NO_FATAL_FAILURE(AppendToIn(data, {1500}));
     auto second = run(false);
     ASSERT_FALSE(second.ok());
     EXPECT_EQ(second.status().code(), StatusCode::kCorruption) << second.status().ToString();

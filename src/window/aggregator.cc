@@ -133,6 +133,7 @@ class CountAggregator : public Aggregator {
   Value Merge(const Value& a, const Value& b) const override {
     return Value(AddCounts(a.is_int() ? a.as_int() : 0, b.is_int() ? b.as_int() : 0));
   }
+  Value Result(const Value& acc) const override { return acc.is_int() ? acc : Value(0); }
 
  private:
   // a + b, held at the end of the range where it would overflow (a stored count near it can
@@ -142,7 +143,6 @@ class CountAggregator : public Aggregator {
     if (!__builtin_add_overflow(a, b, &sum)) return sum;
     return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
   }
-  Value Result(const Value& acc) const override { return acc.is_int() ? acc : Value(0); }
 };
 
 class SumAggregator : public FieldAggregator {
