@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "log/log_test_util.h"
+#include "log/segment.h"
 
 namespace weir::log {
 namespace {
@@ -53,6 +54,43 @@ std::vector<fs::path> SegmentFiles(const fs::path& partition_dir) {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+// WriteAt splits what it is given into calls of at most kMostBytesPerWrite, cutting an iovec
+// where a call ends: every byte must still land once, in order, at its place.
+TEST(WriteAt, WritesEveryByteInOrderWhateverTheIovecsAndTheCallLimit) {
+  TempDir dir;
+  const size_t limit = kMostBytesPerWrite;
+  const std::vector<std::vector<size_t>> layouts = {
+      {3 * limit + limit / 2},                          // one iovec over three calls and a half
+      {limit},                                          // exactly one call
+      {limit - 1, 1, limit, 0, limit + 1},              // ends on, before and after a call's end
+      std::vector<size_t>(600, 7 * 1024 + 3),           // many small ones crossing call ends
+      {0, 0},                                           // nothing at all
+  };
+  for (size_t layout = 0; layout < layouts.size(); ++layout) {
+    std::vector<std::string> parts;
+    std::vector<iovec> iov;
+    std::string expected(4096, 'h');  // what the file holds before the write position
+    for (size_t i = 0; i < layouts[layout].size(); ++i) {
+      std::string part(layouts[layout][i], '\0');
+      for (size_t b = 0; b < part.size(); ++b) part[b] = static_cast<char>('a' + (i * 7 + b / 4093) % 26);
+      expected += part;
+      parts.push_back(std::move(part));
+    }
+    for (auto& part : parts) iov.push_back({part.data(), part.size()});
+    const fs::path path = dir.path() / ("layout" + std::to_string(layout));
+    const int fd = ::open(path.c_str(), O_CREAT | O_RDWR, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pwrite(fd, expected.data(), 4096, 0), 4096);
+    const Status written = WriteAt(fd, iov, 4096, path);
+    ::close(fd);
+    ASSERT_TRUE(written.ok()) << written.ToString();
+    std::ifstream in(path, std::ios::binary);
+    const std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(got.size(), expected.size()) << "layout " << layout;
+    EXPECT_TRUE(got == expected) << "layout " << layout;
+  }
+}
 
 TEST(LogStore, AppendedRecordsReadBackWithDenseOffsetsFromZero) {
   TempDir dir;

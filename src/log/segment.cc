@@ -19,8 +19,17 @@ Status WriteAt(int fd, std::span<const iovec> iov_in, int64_t pos, const fs::pat
   std::vector<iovec> iov(iov_in.begin(), iov_in.end());
   size_t first = 0;
   while (first < iov.size()) {
-    const int n = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
-    const ssize_t written = ::pwritev(fd, iov.data() + first, n, pos);
+    // This call's iovecs: from `first` until kMostBytesPerWrite, the last one cut short.
+    size_t end = first;
+    size_t call_bytes = 0;
+    while (end < iov.size() && end - first < IOV_MAX && call_bytes < kMostBytesPerWrite) {
+      call_bytes += iov[end].iov_len;
+      ++end;
+    }
+    const size_t cut = call_bytes > kMostBytesPerWrite ? call_bytes - kMostBytesPerWrite : 0;
+    iov[end - 1].iov_len -= cut;
+    const ssize_t written = ::pwritev(fd, iov.data() + first, static_cast<int>(end - first), pos);
+    iov[end - 1].iov_len += cut;
     if (written < 0) {
       if (errno == EINTR) continue;
       return FileError(errno, "writing", path);

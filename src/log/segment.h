@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -33,7 +34,16 @@ namespace weir::log {
 
 inline constexpr int64_t kIndexIntervalBytes = 4096;
 
-// pwritev of all of `iov` at `pos`, retrying short writes and EINTR.
+// At most this many bytes per write call. A write of a whole 2 MiB-aligned 2 MiB range makes the
+// kernel's page cache (ext4's large folios, Linux 6.x) take a 2 MiB folio; on a VM whose host
+// takes back free memory (virtio-balloon free page reporting hands back exactly those free 2 MiB
+// blocks) each such folio is faulted in and zeroed by the host: copying the log's output into the
+// page cache ran 12x slower in CPU than with 1 MiB writes (BENCHMARKS.md, issue 14, seventeenth
+// pass). Writes of 1 MiB cost the same elsewhere: one more syscall per MiB.
+inline constexpr size_t kMostBytesPerWrite = size_t{1} << 20;
+
+// pwritev of all of `iov` at `pos`, at most kMostBytesPerWrite per call, retrying short writes
+// and EINTR.
 Status WriteAt(int fd, std::span<const iovec> iov, int64_t pos, const std::filesystem::path& path);
 // Reads up to `n` bytes at `pos`; fewer only at the end of the file. Returns the count.
 Result<size_t> ReadAt(int fd, char* buf, size_t n, int64_t pos, const std::filesystem::path& path);
