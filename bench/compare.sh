@@ -13,6 +13,12 @@
 # query_hour_ms, query_latest_ms, duckdb_parquet_hour_ms); from the other benches their throughput line
 # ("N events/s per core" or "N input messages/s per core", "N heap allocations per event"). A run that fails or is not verified
 # stops the script (exit 1).
+#
+# COMPARE_PAUSE_S=N sleeps N seconds before every run. On a VM that hands free memory back to its
+# host (virtio-balloon free page reporting), a run started right after another reuses the memory
+# the last one freed, and one started after a few idle seconds faults fresh memory in from the
+# host: pausing 8 s measures every run in the second state (BENCHMARKS.md, issue 14, seventeenth
+# pass).
 set -uo pipefail
 if [ $# -lt 4 ]; then
   sed -n '2,15p' "$0" >&2
@@ -45,6 +51,7 @@ figures() {
 : >"$work/all"
 for ((i = 1; i <= runs; i++)); do
   for side in new old; do
+    sleep "${COMPARE_PAUSE_S:-0}"
     if ! "$work/$side" "$@" >"$work/out" 2>&1 || ! figures "$work/out" >"$work/fig"; then
       echo "compare.sh: the $side binary's run $i failed or was not verified:" >&2
       tail -5 "$work/out" >&2
