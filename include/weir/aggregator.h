@@ -63,6 +63,12 @@ AggregatorPtr Last(std::string field = "");
 // Every value (or field) in event-time order (ties in arrival order, across merges as for
 // First); a JSON array, [] if nothing was taken.
 AggregatorPtr Collect(std::string field = "");
+// The whole record values whose `field` (a number) is the largest: a JSON array in event-time
+// order (ties in arrival order, across merges as for First), [] if none took part. Numerically
+// equal fields (2 and 2.0) tie; null, missing and NaN fields are skipped, and any other value
+// that is not a number is refused. Nexmark q7's highest bids, SQL's
+// `WHERE price = (SELECT MAX(price) ...)`; a record below the largest is not kept.
+AggregatorPtr MaxRows(std::string field);
 // A user fold over whole record values (null ones skipped): `initializer(first value)` starts
 // the accumulator, `reducer(acc, value)` folds each further value in; null if nothing was
 // taken. Mergeable only with a `merger(a, b)` (session windows need it), called when both sides

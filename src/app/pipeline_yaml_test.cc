@@ -126,7 +126,8 @@ TEST(PipelineYaml, WindowStepsRunWithSingleAndNamedAggregations) {
                               "    late: late.jsonl", "sink: {file: out.jsonl}"});
   WriteLines(dir / "q.yaml", {"source: {file: in.jsonl, key: user, timestamp: ts}",
                               "steps:", "  - window: {tumbling: {size_ms: 5000}}",
-                              "    agg: {n: count, pages: {collect: amount}}", "    emit: current",
+                              "    agg: {n: count, pages: {collect: amount}, top: {max_rows: amount}}",
+                              "    emit: current",
                               "sink: {file: current.jsonl}"});
   PipelineOverrides overrides;
   overrides.data_dir = dir / "data";
@@ -144,7 +145,8 @@ TEST(PipelineYaml, WindowStepsRunWithSingleAndNamedAggregations) {
   EXPECT_NE(ReadLines(dir / "late.jsonl")[0].find(R"("late_by_ms":7900)"), std::string::npos);
   EXPECT_EQ(ReadLines(dir / "current.jsonl").size(), 3u);  // ts 100 is late: [0, 5000) closed
   EXPECT_EQ(ReadLines(dir / "current.jsonl")[1],
-            R"({"key":"a","timestamp":4999,"value":{"start":0,"end":5000,"n":2,"pages":[2,3]}})");
+            R"({"key":"a","timestamp":4999,"value":{"start":0,"end":5000,"n":2,"pages":[2,3],)"
+            R"("top":[{"user":"a","ts":1500,"amount":3}]}})");
 }
 
 // yaml-cpp throws when a key is not a plain scalar; the loader says where instead.

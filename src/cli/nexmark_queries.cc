@@ -41,37 +41,9 @@ int64_t TumbleStart(int64_t t) { return t - t % kWindowMs; }
 // An interval join wide enough to match every pair of a key, whenever its members come.
 constexpr milliseconds kUnbounded = std::chrono::hours(24 * 365 * 50);
 
-// q5 and q7: the rows of one window with the largest value, {"max": <largest>, "rows": [...]}.
-// `lift` turns a record value into that form: one row, or a partial answer of an earlier stage,
-// so a second stage can combine the first stage's answers.
-AggregatorPtr TopRows(std::function<Value(const Value&)> lift) {
-  // Folds `other` into `acc` in place: the rows of a window grow without being copied.
-  auto merge_into = [](Value& acc, Value other) {
-    const int64_t a = Int(acc, "max"), b = Int(other, "max");
-    if (b < a) return;
-    if (b > a) {
-      acc = std::move(other);
-      return;
-    }
-    Value::Array& rows = acc.Find("rows")->as_array();
-    for (Value& row : other.Find("rows")->as_array()) rows.push_back(std::move(row));
-  };
-  return agg::ReduceInPlace(
-      [lift, merge_into](Value& acc, const Value& v) { merge_into(acc, lift(v)); }, lift,
-      [merge_into](const Value& a, const Value& b) {
-        Value merged = a;
-        merge_into(merged, b);
-        return merged;
-      });
-}
-
-Value OneTopRow(const Value& max, const Value& row) {
-  return Value::MakeObject({{"max", max}, {"rows", Value::MakeArray({row})}});
-}
-
-// The rows of a window's TopRows result `top`.
+// The rows of a window whose aggregation "top" is a MaxRows.
 std::vector<Value> TopRowsOf(const Value& window) {
-  const Value::Array& rows = Field(Field(window, "top"), "rows").as_array();
+  const Value::Array& rows = Field(window, "top").as_array();
   return std::vector<Value>(rows.begin(), rows.end());
 }
 
@@ -197,8 +169,7 @@ void AddQ5(Stream source, const QueryOptions& options) {
           .GroupBy("start", KeySerde::kInt)
           // Every count of one hopping window has the timestamp end - 1, in one 2 s slot.
           .Window(WindowDefinition::Tumbling(seconds(2)).Grace(grace))
-          .Agg({{"top",
-                 TopRows([](const Value& row) { return OneTopRow(Field(row, "num"), row); })}})
+          .Agg({{"top", agg::MaxRows("num")}})
           .Closing(Closing::kPartition)
           .LateTopic(options.late_topic)
           .Final()
@@ -214,14 +185,15 @@ void AddQ7(Stream source, const QueryOptions& options) {
           .Select({"auction", "price", "bidder", "dateTime", "extra"}, "q7-project")
           // First each task's highest bids per window, then one task combines them.
           .Window(WindowDefinition::Tumbling(seconds(10)).Grace(grace))
-          .Agg({{"top",
-                 TopRows([](const Value& row) { return OneTopRow(Field(row, "price"), row); })}})
+          .Agg({{"top", agg::MaxRows("price")}})
           .Closing(Closing::kPartition)
           .LateTopic(options.late_topic)
           .Final()
           .GroupBy("start", KeySerde::kInt, 1)
+          // A task's highest bids, each with its window result's timestamp (end - 1).
+          .FlatMap(TopRowsOf, "q7-task-rows")
           .Window(WindowDefinition::Tumbling(seconds(10)).Grace(grace))
-          .Agg({{"top", TopRows([](const Value& w) { return Field(w, "top"); })}})
+          .Agg({{"top", agg::MaxRows("price")}})
           .Closing(Closing::kPartition)
           .LateTopic(options.late_topic)
           .Final()

@@ -3,6 +3,7 @@
 //   mean -> [sum (double), count (int)];
 //   first/last -> [event time, value], or null before any value;
 //   collect -> [t0, v0, t1, v1, ...], flat and sorted by event time, ties in arrival order;
+//   max_rows -> [max, collect's accumulator of the record values holding it], or null before any;
 //   reduce -> [user accumulator], or null before any value (so a user accumulator that is
 //   itself null is not mistaken for "nothing taken").
 // Every Merge equals folding the union of its inputs, whatever subsets they were folded from.
@@ -26,24 +27,26 @@ namespace weir {
 
 namespace window {
 
-InputAggregator::InputAggregator(std::string field) : field_(std::move(field)) {
-  if (field_.empty()) return;
+FieldPath::FieldPath(const std::string& field) {
+  if (field.empty()) return;
   for (size_t from = 0;;) {
-    const size_t dot = field_.find('.', from);
-    path_.push_back(field_.substr(from, dot - from));
+    const size_t dot = field.find('.', from);
+    names_.push_back(field.substr(from, dot - from));
     if (dot == std::string::npos) break;
     from = dot + 1;
   }
 }
 
-const Value* InputAggregator::Read(const Value& record_value) const {
+const Value* FieldPath::Read(const Value& record_value) const {
   const Value* v = &record_value;
-  for (const std::string& name : path_) {
+  for (const std::string& name : names_) {
     v = v->Find(name);
     if (v == nullptr) return nullptr;
   }
   return v->is_null() ? nullptr : v;
 }
+
+InputAggregator::InputAggregator(std::string field) : field_(std::move(field)), path_(field_) {}
 
 std::string InputAggregator::DescribeAs(const std::string& kind) const {
   return field_.empty() ? kind : kind + "(" + field_ + ")";
@@ -52,6 +55,15 @@ std::string InputAggregator::DescribeAs(const std::string& kind) const {
 }  // namespace window
 
 namespace {
+
+// OK for a number or a skipped input (absent or null, `input` nullptr); otherwise the refusal of
+// the aggregation `described` for its `field` ("" for the whole record value).
+Status AcceptsNumber(const Value* input, const std::string& described, const std::string& field) {
+  if (input == nullptr || input->is_number()) return Status::OK();
+  const std::string what = field.empty() ? "a record value" : "field '" + field + "'";
+  return Status::InvalidArgument(described + " cannot take " + what + " of type " +
+                                 std::string(input->TypeName()));
+}
 
 // Aggregators over one numeric field: null and missing fields are skipped, as SQL does; any
 // other value that is not a number is refused (Accepts).
@@ -62,11 +74,7 @@ class FieldAggregator : public window::InputAggregator {
       : InputAggregator(std::move(field)), kind_(std::move(kind)) {}
   std::string Describe() const override { return DescribeAs(kind_); }
   Status Accepts(const Value& record_value) const override {
-    const Value* v = Read(record_value);
-    if (v == nullptr || v->is_number()) return Status::OK();
-    std::string what = field().empty() ? "a record value" : "field '" + field() + "'";
-    return Status::InvalidArgument(Describe() + " cannot take " + what + " of type " +
-                                   std::string(v->TypeName()));
+    return AcceptsNumber(Read(record_value), Describe(), field());
   }
 
  private:
@@ -347,6 +355,58 @@ class CollectAggregator : public window::InputAggregator {
   }
 };
 
+// The record values whose field is the largest number: [max, collected], collected as Collect
+// keeps them ([t0, v0, t1, v1, ...] by event time, ties in arrival order), or null before any.
+// Numerically equal fields (2 and 2.0) tie; the max kept is the first one's. A NaN field is
+// skipped, as Max skips it; a field that is not a number is refused. A record below the max is
+// neither copied nor kept: the fold of Nexmark q7's highest bids without a user function, so
+// the step keeps no copy of the key's accumulators per record (Aggregator::runs_user_code).
+class MaxRowsAggregator : public Aggregator {
+ public:
+  explicit MaxRowsAggregator(std::string field) : field_(std::move(field)), path_(field_) {}
+  bool runs_user_code() const override { return false; }
+  std::string Describe() const override { return "max_rows(" + field_ + ")"; }
+  Value Initial() const override { return Value(); }
+  Status Accepts(const Value& record_value) const override {
+    return AcceptsNumber(path_.Read(record_value), Describe(), field_);
+  }
+  void Add(Value& acc, const Value& record_value, EventTime timestamp) const override {
+    const Value* input = path_.Read(record_value);
+    if (input == nullptr || !IsComparableNumber(*input)) return;
+    if (!Holds(acc)) acc = Value::MakeArray({Value(), Value(Value::Array())});
+    Value::Array& parts = acc.as_array();
+    const int order = IsComparableNumber(parts[0]) ? CompareNumbers(*input, parts[0]) : 1;
+    if (order < 0) return;
+    if (order > 0) {
+      AssignNumber(parts[0], *input);
+      parts[1].as_array().clear();  // in place: the rows' memory is reused
+    }
+    rows_.Add(parts[1], record_value, timestamp);
+  }
+  Value Merge(const Value& a, const Value& b) const override {
+    if (!Holds(b)) return Holds(a) ? a : Value();
+    if (!Holds(a)) return b;
+    const int order = CompareNumbers(a.as_array()[0], b.as_array()[0]);
+    if (order != 0) return order > 0 ? a : b;
+    return Value::MakeArray(
+        {a.as_array()[0], rows_.Merge(a.as_array()[1], b.as_array()[1])});
+  }
+  Value Result(const Value& acc) const override {
+    return Holds(acc) ? rows_.Result(acc.as_array()[1]) : Value(Value::Array());
+  }
+
+ private:
+  // Whether `acc` is [max, collected] with a max taken.
+  static bool Holds(const Value& acc) {
+    return acc.is_array() && acc.as_array().size() == 2 &&
+           IsComparableNumber(acc.as_array()[0]) && acc.as_array()[1].is_array();
+  }
+
+  std::string field_;
+  window::FieldPath path_;
+  CollectAggregator rows_{""};  // the whole record values
+};
+
 // A user fold over whole record values (null ones skipped), by an updater that changes the
 // accumulator in place (agg::Reduce's reducer is one that assigns what it returns). The
 // accumulator is [user accumulator] once a value was taken, null before.
@@ -428,6 +488,9 @@ AggregatorPtr Last(std::string field) {
 }
 AggregatorPtr Collect(std::string field) {
   return std::make_shared<CollectAggregator>(std::move(field));
+}
+AggregatorPtr MaxRows(std::string field) {
+  return std::make_shared<MaxRowsAggregator>(std::move(field));
 }
 AggregatorPtr Reduce(Reducer reducer, Initializer initializer, Merger merger) {
   WEIR_CHECK(reducer != nullptr, "agg::Reduce needs a reducer");

@@ -326,6 +326,38 @@ TEST(Collect, MergeInterleavesByEventTimeWithTheLeftInputFirstOnTies) {
             Value(Value::Array{"b0", "a1", "b4", "a4", "a4'", "b6"}));
 }
 
+TEST(MaxRows, KeepsEveryRecordHoldingTheLargestFieldAndDropsTheRest) {
+  const AggregatorPtr top = agg::MaxRows("price");
+  EXPECT_EQ(top->Describe(), "max_rows(price)");
+  EXPECT_FALSE(top->runs_user_code());
+  Value acc = top->Initial();
+  EXPECT_EQ(top->Result(acc), Value(Value::Array()));
+  auto bid = [](int id, Value price) { return Value::MakeObject({{"id", id}, {"price", price}}); };
+  top->Add(acc, bid(1, 5), EventTime(10));
+  top->Add(acc, bid(2, 3), EventTime(11));        // below: not kept
+  top->Add(acc, bid(3, 5.0), EventTime(9));       // ties 5, earlier event time
+  top->Add(acc, bid(4, Value()), EventTime(12));  // null: skipped
+  top->Add(acc, Value::MakeObject({{"id", 5}}), EventTime(12));  // missing: skipped
+  top->Add(acc, bid(6, 5), EventTime(10));        // ties, same time as 1: after it
+  EXPECT_EQ(top->Result(acc).ToJson(),
+            R"([{"id":3,"price":5.0},{"id":1,"price":5},{"id":6,"price":5}])");
+  top->Add(acc, bid(7, 8), EventTime(1));  // above: the only one left
+  EXPECT_EQ(top->Result(acc).ToJson(), R"([{"id":7,"price":8}])");
+}
+
+TEST(MaxRows, RefusesAFieldThatIsNotANumberAndSkipsNaN) {
+  const AggregatorPtr top = agg::MaxRows("price");
+  const Status refused = top->Accepts(Value::MakeObject({{"price", "high"}}));
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("max_rows(price) cannot take field 'price' of type string"),
+            std::string::npos)
+      << refused.ToString();
+  EXPECT_TRUE(top->Accepts(Value::MakeObject({{"price", Value()}})).ok());
+  Value acc = top->Initial();
+  top->Add(acc, Value::MakeObject({{"price", std::nan("")}}), EventTime(1));
+  EXPECT_EQ(top->Result(acc), Value(Value::Array()));
+}
+
 TEST(Reduce, TheFirstValueGoesThroughTheInitializerAndTheRestThroughTheReducer) {
   auto concat = agg::Reduce(
       [](const Value& acc, const Value& v) {
@@ -569,6 +601,21 @@ std::vector<std::pair<AggregatorPtr, Reference>> BuiltInsWithReferences() {
       return Value(InEventTimeOrder(events, field));
     };
   };
+  // The whole values whose field equals the largest number, by event time (ties in arrival order).
+  auto max_rows = [](const std::string& field) {
+    return [field](const std::vector<Event>& events) {
+      const std::vector<Value> numbers = Numbers(events, field);
+      if (numbers.empty()) return Value(Value::Array());
+      double largest = numbers.front().as_number();
+      for (const Value& v : numbers) largest = std::max(largest, v.as_number());
+      std::vector<Event> holding;
+      for (const Event& e : events) {
+        const Value* v = Taken(e, field);
+        if (v != nullptr && v->is_number() && v->as_number() == largest) holding.push_back(e);
+      }
+      return Value(InEventTimeOrder(holding, ""));
+    };
+  };
   Reference count_and_sum_ids = [](const std::vector<Event>& events) {
     int64_t count = 0;
     int64_t ids = 0;
@@ -601,6 +648,8 @@ std::vector<std::pair<AggregatorPtr, Reference>> BuiltInsWithReferences() {
       {agg::Last("n.v"), first("n.v", true)},
       {agg::Collect(), collect("")},
       {agg::Collect("v"), collect("v")},
+      {agg::MaxRows("v"), max_rows("v")},
+      {agg::MaxRows("n.v"), max_rows("n.v")},
       {CountAndSumIds(), count_and_sum_ids},
       {CountAndSumIds(true, /*in_place=*/true), count_and_sum_ids},
   };
@@ -683,7 +732,8 @@ TEST(AggregatorProperty, MergeInAnyOrderTakesTheLeftInputAsArrivingFirst) {
       ASSERT_EQ(result, ResultOf(*agg, concatenated)) << agg->Describe() << " seed " << seed;
       const std::string kind = agg->Describe();
       const bool order_sensitive =
-          kind.starts_with("first") || kind.starts_with("last") || kind.starts_with("collect");
+          kind.starts_with("first") || kind.starts_with("last") || kind.starts_with("collect") ||
+          kind.starts_with("max_rows");
       if (!order_sensitive) {
         ASSERT_EQ(result, ResultOf(*agg, events)) << agg->Describe() << " seed " << seed;
       }

@@ -1,8 +1,8 @@
-// InputAggregator: a built-in aggregator that folds one input read from a record, a field by
-// dotted path or the whole value. Its path is split once, when it is made; and a step whose
-// record goes into several windows (hopping: size / step of them) reads the input once per
-// record (Aggregations::Read) and folds what it read into each window (AddInput), instead of
-// looking the field up once per window.
+// FieldPath: a field of a record by dotted path, split once. InputAggregator: a built-in
+// aggregator that folds one input read from a record, a field by dotted path or the whole value.
+// Its path is split once, when it is made; and a step whose record goes into several windows
+// (hopping: size / step of them) reads the input once per record (Aggregations::Read) and folds
+// what it read into each window (AddInput), instead of looking the field up once per window.
 // Thread safety: immutable; shared by every task.
 #pragma once
 
@@ -13,13 +13,25 @@
 
 namespace weir::window {
 
+// A field of a record by dotted path ("user.address.city"), split once when it is made; empty for
+// the whole record value.
+class FieldPath {
+ public:
+  explicit FieldPath(const std::string& field);
+  // The field of `record_value`: nullptr when it is absent or null.
+  const Value* Read(const Value& record_value) const;
+
+ private:
+  std::vector<std::string> names_;  // the field split at its dots; empty for the whole value
+};
+
 class InputAggregator : public Aggregator {
  public:
   // `field`: a dotted path ("user.address.city"); empty for the whole record value.
   explicit InputAggregator(std::string field);
 
   // The input of a record: nullptr when it is absent or null (skipped, as SQL's aggregates do).
-  const Value* Read(const Value& record_value) const;
+  const Value* Read(const Value& record_value) const { return path_.Read(record_value); }
   // Folds an input Read returned (not null) into the accumulator.
   virtual void AddInput(Value& acc, const Value& input, EventTime timestamp) const = 0;
   // Aggregator::Add: Read, then AddInput.
@@ -34,7 +46,7 @@ class InputAggregator : public Aggregator {
 
  private:
   std::string field_;
-  std::vector<std::string> path_;  // field_ split at its dots; empty for the whole value
+  FieldPath path_;
 };
 
 }  // namespace weir::window

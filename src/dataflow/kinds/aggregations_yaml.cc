@@ -2,11 +2,13 @@
 
 namespace weir::dataflow {
 namespace {
-constexpr const char* kAggregationNames = "count, sum, mean, min, max, first, last, collect";
+constexpr const char* kAggregationNames =
+    "count, sum, mean, min, max, first, last, collect, max_rows";
 }  // namespace
 
 bool IsAggregationName(std::string_view name) {
-  for (const char* k : {"count", "sum", "mean", "min", "max", "first", "last", "collect"}) {
+  for (const char* k :
+       {"count", "sum", "mean", "min", "max", "first", "last", "collect", "max_rows"}) {
     if (name == k) return true;
   }
   return false;
@@ -37,6 +39,7 @@ Result<AggregatorPtr> ParseAggregator(const ConfigNode& node) {
   if (kind == "first") return agg::First(field);
   if (kind == "last") return agg::Last(field);
   if (kind == "collect") return agg::Collect(field);
+  if (kind == "max_rows") return agg::MaxRows(field);
   return field_node.Error("unknown aggregation '" + kind + "' (expected " + kAggregationNames +
                           ")");
 }
