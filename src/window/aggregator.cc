@@ -57,11 +57,12 @@ std::string InputAggregator::DescribeAs(const std::string& kind) const {
 namespace {
 
 // OK for a number or a skipped input (absent or null, `input` nullptr); otherwise the refusal of
-// the aggregation `described` for its `field` ("" for the whole record value).
-Status AcceptsNumber(const Value* input, const std::string& described, const std::string& field) {
-  if (input == nullptr || input->is_number()) return Status::OK();
+// `aggregator` for its `field` ("" for the whole record value). Runs at every record: nothing is
+// built unless it refuses.
+Status AcceptsNumber(const Value* input, const Aggregator& aggregator, const std::string& field) {
+  if (input == nullptr || input->is_number()) [[likely]] return Status::OK();
   const std::string what = field.empty() ? "a record value" : "field '" + field + "'";
-  return Status::InvalidArgument(described + " cannot take " + what + " of type " +
+  return Status::InvalidArgument(aggregator.Describe() + " cannot take " + what + " of type " +
                                  std::string(input->TypeName()));
 }
 
@@ -74,7 +75,7 @@ class FieldAggregator : public window::InputAggregator {
       : InputAggregator(std::move(field)), kind_(std::move(kind)) {}
   std::string Describe() const override { return DescribeAs(kind_); }
   Status Accepts(const Value& record_value) const override {
-    return AcceptsNumber(Read(record_value), Describe(), field());
+    return AcceptsNumber(Read(record_value), *this, field());
   }
 
  private:
@@ -368,7 +369,7 @@ class MaxRowsAggregator : public Aggregator {
   std::string Describe() const override { return "max_rows(" + field_ + ")"; }
   Value Initial() const override { return Value(); }
   Status Accepts(const Value& record_value) const override {
-    return AcceptsNumber(path_.Read(record_value), Describe(), field_);
+    return AcceptsNumber(path_.Read(record_value), *this, field_);
   }
   void Add(Value& acc, const Value& record_value, EventTime timestamp) const override {
     const Value* input = path_.Read(record_value);
