@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "weir/value.h"
 
@@ -766,6 +767,42 @@ std::string Binary(const Value& v) {
 
 // ---------------------------------------------------------------------------------------------
 // Parsing against the reference.
+
+// Integers are written without std::to_chars (eight digits at a time, by multiplies): every
+// length, both sides of every power of ten, both ends of the range and random values of every
+// magnitude must come out as std::to_chars writes them, also after other text and inside a
+// document (the writer stores whole words past the digits).
+TEST(ValueJson, IntegersAreWrittenAsToCharsWritesThem) {
+  auto expected = [](int64_t v) {
+    char buf[24];
+    return std::string(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
+  };
+  std::vector<int64_t> values = {0, 1, -1, 9, 10, 99, 100, 12345678, 100000000, 1700000000000,
+                                 std::numeric_limits<int64_t>::max(),
+                                 std::numeric_limits<int64_t>::min(),
+                                 std::numeric_limits<int64_t>::min() + 1};
+  for (int64_t power = 1; power <= std::numeric_limits<int64_t>::max() / 10; power *= 10) {
+    for (int64_t v : {power - 1, power, power + 1, 10 * power - 1}) {
+      values.push_back(v);
+      values.push_back(-v);
+    }
+  }
+  for (int64_t v = -20000; v <= 20000; ++v) values.push_back(v);
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    const int bits = std::uniform_int_distribution<int>(1, 63)(rng);
+    const auto v = static_cast<int64_t>(rng() >> (64 - bits));
+    values.push_back(i % 2 == 0 ? v : -v);
+  }
+  for (int64_t v : values) {
+    std::string out = "x";
+    Value(v).AppendJson(out);
+    ASSERT_EQ(out, "x" + expected(v)) << v;
+  }
+  const Value document = Value::MakeObject(
+      {{"a", std::numeric_limits<int64_t>::min()}, {"b", 7}, {"c", Value::MakeArray({10, -3})}});
+  EXPECT_EQ(document.ToJson(), R"({"a":-9223372036854775808,"b":7,"c":[10,-3]})");
+}
 
 TEST(ValueJson, TrickyDocumentsHaveTheirCanonicalForm) {
   const std::pair<std::string_view, std::string_view> cases[] = {
