@@ -21,7 +21,7 @@
 # pass).
 set -uo pipefail
 if [ $# -lt 4 ]; then
-  sed -n '2,15p' "$0" >&2
+  sed -n '2,21p' "$0" >&2
   exit 2
 fi
 new=$1 old=$2 runs=$3

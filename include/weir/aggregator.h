@@ -78,10 +78,12 @@ using Initializer = std::function<Value(const Value& first_value)>;
 using Merger = std::function<Value(const Value& a, const Value& b)>;
 AggregatorPtr Reduce(Reducer reducer, Initializer initializer, Merger merger = nullptr);
 // Reduce with a fold that changes the accumulator where it is instead of returning a new one:
-// `updater(acc, value)` folds value into acc, so an accumulator that grows (a list of rows)
-// is not copied at every value. Otherwise as Reduce. An updater that throws after changing acc
+// `updater(acc, value)` folds value into acc, so the fold does not copy an accumulator that
+// grows (a list of rows). Otherwise as Reduce. An updater that throws after changing acc
 // changes nothing: the step restores the key's accumulators and sends the record to the
-// dead-letter topic.
+// dead-letter topic. For that, a step that runs user code (this, Reduce, a trigger) copies the
+// key's state before each record, growing accumulators included: where a built-in does the job
+// (agg::MaxRows, agg::Collect), it is cheaper.
 using Updater = std::function<void(Value& accumulator, const Value& value)>;
 AggregatorPtr ReduceInPlace(Updater updater, Initializer initializer, Merger merger = nullptr);
 }  // namespace agg

@@ -65,6 +65,8 @@ TEST(WriteAt, WritesEveryByteInOrderWhateverTheIovecsAndTheCallLimit) {
       {limit},                                          // exactly one call
       {limit - 1, 1, limit, 0, limit + 1},              // ends on, before and after a call's end
       std::vector<size_t>(600, 7 * 1024 + 3),           // many small ones crossing call ends
+      std::vector<size_t>(3000, 1),                     // more than IOV_MAX in one call's bytes
+      std::vector<size_t>(2000, 0),                     // as many empty ones
       {0, 0},                                           // nothing at all
   };
   for (size_t layout = 0; layout < layouts.size(); ++layout) {

@@ -34,6 +34,7 @@ Status WriteAt(int fd, std::span<const iovec> iov_in, int64_t pos, const fs::pat
       if (errno == EINTR) continue;
       return FileError(errno, "writing", path);
     }
+    if (written == 0 && call_bytes > 0) return FileError(EIO, "writing (no progress)", path);
     pos += written;
     auto left = static_cast<size_t>(written);
     while (first < iov.size() && left >= iov[first].iov_len) {

@@ -7,7 +7,7 @@
 //   reduce -> [user accumulator], or null before any value (so a user accumulator that is
 //   itself null is not mistaken for "nothing taken").
 // Every Merge equals folding the union of its inputs, whatever subsets they were folded from.
-// Where arrival order matters (equal event times in first/last/collect), Merge(a, b) takes a's
+// Where arrival order matters (equal event times in first/last/collect/max_rows), Merge(a, b) takes a's
 // events as having arrived before b's; that makes Merge associative, so any merge tree whose
 // left-to-right order of inputs follows arrival gives the same result as one fold.
 #include "weir/aggregator.h"
@@ -360,13 +360,15 @@ class CollectAggregator : public window::InputAggregator {
 // keeps them ([t0, v0, t1, v1, ...] by event time, ties in arrival order), or null before any.
 // Numerically equal fields (2 and 2.0) tie; the max kept is the first one's. A NaN field is
 // skipped, as Max skips it; a field that is not a number is refused. A record below the max is
-// neither copied nor kept: the fold of Nexmark q7's highest bids without a user function, so
-// the step keeps no copy of the key's accumulators per record (Aggregator::runs_user_code).
+// neither copied nor kept: the fold of Nexmark q7's highest bids without a user function, so a
+// step without other user code (Aggregator::runs_user_code, a trigger) copies nothing per record.
 class MaxRowsAggregator : public Aggregator {
  public:
   explicit MaxRowsAggregator(std::string field) : field_(std::move(field)), path_(field_) {}
   bool runs_user_code() const override { return false; }
-  std::string Describe() const override { return "max_rows(" + field_ + ")"; }
+  std::string Describe() const override {
+    return field_.empty() ? "max_rows" : "max_rows(" + field_ + ")";
+  }
   Value Initial() const override { return Value(); }
   Status Accepts(const Value& record_value) const override {
     return AcceptsNumber(path_.Read(record_value), *this, field_);

@@ -345,6 +345,17 @@ TEST(MaxRows, KeepsEveryRecordHoldingTheLargestFieldAndDropsTheRest) {
   EXPECT_EQ(top->Result(acc).ToJson(), R"([{"id":7,"price":8}])");
 }
 
+// Past 2^53 an int and a double that would round to it are not equal: the int is larger.
+TEST(MaxRows, ComparesLargeIntsAndDoublesExactlyAndKeepsTheMaxAcrossANaN) {
+  const AggregatorPtr top = agg::MaxRows("v");
+  Value acc = top->Initial();
+  top->Add(acc, Value::MakeObject({{"v", 9007199254740992.0}}), EventTime(1));
+  top->Add(acc, Value::MakeObject({{"v", int64_t{9007199254740993}}}), EventTime(2));
+  top->Add(acc, Value::MakeObject({{"v", std::nan("")}}), EventTime(3));
+  EXPECT_EQ(top->Result(acc).ToJson(), R"([{"v":9007199254740993}])");
+  EXPECT_EQ(agg::MaxRows("")->Describe(), "max_rows");
+}
+
 TEST(MaxRows, RefusesAFieldThatIsNotANumberAndSkipsNaN) {
   const AggregatorPtr top = agg::MaxRows("price");
   const Status refused = top->Accepts(Value::MakeObject({{"price", "high"}}));
