@@ -376,15 +376,16 @@ class MaxRowsAggregator : public Aggregator {
   void Add(Value& acc, const Value& record_value, EventTime timestamp) const override {
     const Value* input = path_.Read(record_value);
     if (input == nullptr || !IsComparableNumber(*input)) return;
-    if (!Holds(acc)) acc = Value::MakeArray({Value(), Value(Value::Array())});
-    Value::Array& parts = acc.as_array();
-    const int order = IsComparableNumber(parts[0]) ? CompareNumbers(*input, parts[0]) : 1;
-    if (order < 0) return;
-    if (order > 0) {
+    if (!Holds(acc)) {
+      acc = Value::MakeArray({*input, Value(Value::Array())});
+    } else if (const int order = CompareNumbers(*input, acc.as_array()[0]); order < 0) {
+      return;
+    } else if (order > 0) {
+      Value::Array& parts = acc.as_array();
       AssignNumber(parts[0], *input);
       parts[1].as_array().clear();  // in place: the rows' memory is reused
     }
-    rows_.Add(parts[1], record_value, timestamp);
+    rows_.Add(acc.as_array()[1], record_value, timestamp);
   }
   Value Merge(const Value& a, const Value& b) const override {
     if (!Holds(b)) return Holds(a) ? a : Value();

@@ -1,17 +1,28 @@
 #include "dataflow/kinds/aggregations_yaml.h"
 
+#include <algorithm>
+#include <iterator>
+#include <string>
+
 namespace weir::dataflow {
 namespace {
-constexpr const char* kAggregationNames =
-    "count, sum, mean, min, max, first, last, collect, max_rows";
+constexpr std::string_view kAggregationNames[] = {"count", "sum",  "mean",    "min",     "max",
+                                                  "first", "last", "collect", "max_rows"};
+
+// "count, sum, ...": what an unknown aggregation's error lists.
+std::string KnownAggregations() {
+  std::string known;
+  for (std::string_view name : kAggregationNames) {
+    if (!known.empty()) known += ", ";
+    known += name;
+  }
+  return known;
+}
 }  // namespace
 
 bool IsAggregationName(std::string_view name) {
-  for (const char* k :
-       {"count", "sum", "mean", "min", "max", "first", "last", "collect", "max_rows"}) {
-    if (name == k) return true;
-  }
-  return false;
+  return std::find(std::begin(kAggregationNames), std::end(kAggregationNames), name) !=
+         std::end(kAggregationNames);
 }
 
 Result<AggregatorPtr> ParseAggregator(const ConfigNode& node) {
@@ -24,7 +35,7 @@ Result<AggregatorPtr> ParseAggregator(const ConfigNode& node) {
     if (IsAggregationName(kind)) {
       return node.Error("'" + kind + "' needs a field: {" + kind + ": FIELD}");
     }
-    return node.Error("unknown aggregation '" + kind + "' (expected " + kAggregationNames + ")");
+    return node.Error("unknown aggregation '" + kind + "' (expected " + KnownAggregations() + ")");
   }
   WEIR_ASSIGN_OR_RETURN(
       auto member,
@@ -40,7 +51,7 @@ Result<AggregatorPtr> ParseAggregator(const ConfigNode& node) {
   if (kind == "last") return agg::Last(field);
   if (kind == "collect") return agg::Collect(field);
   if (kind == "max_rows") return agg::MaxRows(field);
-  return field_node.Error("unknown aggregation '" + kind + "' (expected " + kAggregationNames +
+  return field_node.Error("unknown aggregation '" + kind + "' (expected " + KnownAggregations() +
                           ")");
 }
 
