@@ -247,19 +247,15 @@ __attribute__((target("avx2"))) void Avx2LettersOfState(uint64_t state, int bloc
 // StringsGenerator.nextExactString into `out`. A negative nextInt() gives characters below 'a'
 // ('<'..'`'), as Java's signed remainder does in the reference.
 void NextExactString(JavaRandom& random, int length, bool simd, std::string& out) {
-  out.clear();
   constexpr int kBlockLetters = kLetterBlockDraws * kLettersPerDraw;
-  // Whole blocks made here, then appended (no filling of the string before it is written).
-  char letters[8 * kBlockLetters];
-  while (length > 0) {
-    const int n = std::min(length, static_cast<int>(sizeof(letters)));
-    const int draws = (n + kLettersPerDraw - 1) / kLettersPerDraw;
-    internal::LettersOfState(random.state(), (draws + kLetterBlockDraws - 1) / kLetterBlockDraws,
-                             letters, simd);
-    random.Skip(draws);
-    out.append(letters, static_cast<size_t>(n));
-    length -= n;
-  }
+  const int draws = (length + kLettersPerDraw - 1) / kLettersPerDraw;
+  const int blocks = (draws + kLetterBlockDraws - 1) / kLetterBlockDraws;
+  // Made where they are kept: whole blocks, then cut to the length. An event's string is about
+  // as long as the last one's, so the resize fills a few bytes if any.
+  out.resize(static_cast<size_t>(blocks) * kBlockLetters);
+  internal::LettersOfState(random.state(), blocks, out.data(), simd);
+  random.Skip(draws);
+  out.resize(static_cast<size_t>(length));
 }
 
 // Java's Math.round for the values used here.
