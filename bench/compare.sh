@@ -7,8 +7,8 @@
 #   bench/compare.sh NEW_WEIR OLD_WEIR RUNS bench nexmark --query q0 --events 1000000
 #
 # Figures: from `weir bench nexmark` its machine line (pipeline_events_per_cpu_s, events_per_cpu_s,
-# ratio_to_duckdb, allocs_per_event); from `weir bench process` its machine line
-# (activations_per_cpu_s, engine_cpu_s, allocs_per_activation, peak_rss_mib); from `weir bench lake`
+# ratio_to_duckdb, pipeline_ratio_to_duckdb, allocs_per_event); from `weir bench process` its
+# machine line (activations_per_cpu_s, engine_cpu_s, allocs_per_activation, peak_rss_mib); from `weir bench lake`
 # its machine line (rows_per_cpu_s, day_rows_per_cpu_s, bytes_per_row, allocs_per_row, peak_rss_mib,
 # query_hour_ms, query_latest_ms, duckdb_parquet_hour_ms); from the other benches their throughput line
 # ("N events/s per core" or "N input messages/s per core", "N heap allocations per event"). A run that fails or is not verified
@@ -38,7 +38,7 @@ figures() {
   if [ -n "$line" ]; then
     grep -Eq ' verified=(yes|count)' <<<"$line" || return 1  # count: the discard sink's rows
     tr ' ' '\n' <<<"$line" |
-      grep -E '^(pipeline_events_per_cpu_s|events_per_cpu_s|ratio_to_duckdb|allocs_per_event|activations_per_cpu_s|engine_cpu_s|allocs_per_activation|peak_rss_mib|rows_per_cpu_s|day_rows_per_cpu_s|bytes_per_row|allocs_per_row|query_hour_ms|query_latest_ms|duckdb_parquet_hour_ms)=' |
+      grep -E '^(pipeline_events_per_cpu_s|events_per_cpu_s|ratio_to_duckdb|pipeline_ratio_to_duckdb|allocs_per_event|activations_per_cpu_s|engine_cpu_s|allocs_per_activation|peak_rss_mib|rows_per_cpu_s|day_rows_per_cpu_s|bytes_per_row|allocs_per_row|query_hour_ms|query_latest_ms|duckdb_parquet_hour_ms)=' |
       tr '=' ' '
     return 0
   fi
