@@ -210,7 +210,9 @@ class Stream {
 
   // Sinks: every record that reaches them is written exactly once (topics, regular files),
   // printed (stdout: at least once, as it happens) or dropped (discard: to measure the engine
-  // alone).
+  // alone). A value read from a topic as JSON text that no step has changed (it went through
+  // filters only) is written as that text, byte for byte, not encoded again; to a file or stdout
+  // only if the text is on one line.
   void ToTopic(TopicSinkOptions options);
   void ToTopic(std::string topic) { ToTopic(TopicSinkOptions{.topic = std::move(topic)}); }
   // One JSON object per line: {"key": ..., "timestamp": ..., "value": ...}. Exactly once for a

@@ -44,7 +44,7 @@ std::string SourcePositionMeta(size_t input) {
 // Forwards the source's records to the first steps of the sub-topology.
 class RootOperator : public dataflow::Operator {
  public:
-  void Process(Record&& record) override { Forward(std::move(record)); }
+  void Process(Record&& record) override { ForwardUnchanged(std::move(record)); }
 };
 
 int64_t WallClockMs() {
@@ -70,7 +70,11 @@ Status Task::Open(int64_t checkpoint) {
   WEIR_RETURN_IF_ERROR(OpenInputs(by_step));
   WEIR_RETURN_IF_ERROR(RestoreProgress());
   WEIR_RETURN_IF_ERROR(MakeOperators(by_step));
-  for (Input& input : inputs_) input.root->CollectPrefetching(input.prefetching);
+  for (Input& input : inputs_) {
+    input.root->CollectPrefetching(input.prefetching);
+    input.root->set_unchanged_input(&unchanged_input_);
+  }
+  for (auto& op : operators_) op->set_unchanged_input(&unchanged_input_);
   // Writers for the dead letters exist from the start so that a source can use them.
   TopicOutput(sub_.dead_letter_topic);
   return Status::OK();
@@ -311,7 +315,10 @@ void Task::ProcessRecord(int32_t input_index, dataflow::SourceBatch& batch, size
     input.watermark = input.watermark.Advance(record.timestamp);
     RefreshWatermark();
   }
+  unchanged_input_.json = batch.json_of(index);
+  unchanged_input_.value = unchanged_input_.json.empty() ? nullptr : &record.value;
   input.root->Process(std::move(record));
+  unchanged_input_.value = nullptr;
   if (!current_held_ && input.redelivers_itself) {
     input.source->Resolve(current_position_, Resolution::kAck);
   }

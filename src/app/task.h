@@ -173,6 +173,8 @@ class Task : public dataflow::TaskContext {
   std::vector<bool> polled_inputs_;
   std::vector<bool> idle_inputs_;
   std::vector<std::unique_ptr<dataflow::Operator>> operators_;
+  // The record being processed while no step has changed its value (ProcessRecord).
+  dataflow::UnchangedInput unchanged_input_;
   // The record being processed.
   int32_t current_input_ = 0;
   int64_t current_position_ = 0;

@@ -45,13 +45,15 @@ inline std::vector<std::string> ReadLines(const std::string& path) {
   return lines;
 }
 
-// A record of a topic as read back: partition, offset, key (as JSON), timestamp, value.
+// A record of a topic as read back: partition, offset, key (as JSON), timestamp, value, and the
+// value's bytes as stored.
 struct TopicRecord {
   int32_t partition;
   int64_t offset;
   std::string key_json;
   int64_t timestamp;
   Value value;
+  std::string stored;
 };
 
 // Every visible record of a topic of the data directory, partition by partition.
@@ -75,7 +77,8 @@ inline std::vector<TopicRecord> ReadTopic(const std::string& data_dir, const std
         if (k.ok()) k->AppendJson(key);
         Value v;
         if (!log::DecodeStoredValue(r.value, v).ok()) v = Value(std::string(r.value));
-        out.push_back({p, r.offset.value(), key, r.timestamp.value(), std::move(v)});
+        out.push_back(
+            {p, r.offset.value(), key, r.timestamp.value(), std::move(v), std::string(r.value)});
       }
     }
   }

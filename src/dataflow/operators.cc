@@ -64,6 +64,11 @@ void Operator::ForwardReplacingValueKeepingResult(Record& record, Value& result)
 }
 
 void Operator::Forward(Record&& record) {
+  if (unchanged_ != nullptr) unchanged_->value = nullptr;  // this step may have changed it
+  ForwardUnchanged(std::move(record));
+}
+
+void Operator::ForwardUnchanged(Record&& record) {
   if (children_.empty()) return;
   for (size_t i = 0; i + 1 < children_.size(); ++i) children_[i]->ProcessShared(record);
   children_.back()->Process(std::move(record));

@@ -11,6 +11,7 @@
 #include <array>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dataflow/task_context.h"
@@ -23,6 +24,16 @@ namespace weir::dataflow {
 // 12/6/3 measured the same as these (tumbling windows, 100k keys).
 inline constexpr int kPrefetchStages = 3;
 inline constexpr std::array<size_t, kPrefetchStages> kPrefetchAhead = {16, 8, 4};
+
+// The task's record being processed, while its value is still exactly what its source parsed
+// from JSON text: a JSON sink then writes that text instead of encoding the value again. The
+// task sets it before it hands a record to its steps and resets it after; every forward resets
+// it (Operator::Forward), but for the steps that pass a record on without touching its value
+// (Operator::ForwardUnchanged). So a record reaches a sink with it set only through such steps.
+struct UnchangedInput {
+  const Value* value = nullptr;  // the source's record's value; nullptr: none (any more)
+  std::string_view json;         // its text, valid while `value` is set
+};
 
 class Operator {
  public:
@@ -59,9 +70,20 @@ class Operator {
   virtual void OnBatchEnd();
 
   void AddChild(Operator* child) { children_.push_back(child); }
+  // The task's UnchangedInput, which this step's forwards reset and its sink reads; a step of no
+  // task's (a test's) has none.
+  void set_unchanged_input(UnchangedInput* unchanged) { unchanged_ = unchanged; }
 
  protected:
   void Forward(Record&& record);
+  // Forward for a step that passes `record` on with its value untouched (a filter).
+  void ForwardUnchanged(Record&& record);
+  // The JSON text `value` was parsed from if it is the task's unchanged input (UnchangedInput),
+  // else empty.
+  std::string_view UnchangedJson(const Value& value) const {
+    return unchanged_ != nullptr && unchanged_->value == &value ? unchanged_->json
+                                                               : std::string_view();
+  }
   // Forwards `record` with its value replaced by `result`, then gives it its input value back.
   // The record is usually its source's slot (RecordSlots), handed down by reference: keeping
   // the input's shape there lets the source's next in-place write reuse that memory instead of
@@ -78,6 +100,7 @@ class Operator {
  private:
   std::vector<Operator*> children_;
   Status error_;
+  UnchangedInput* unchanged_ = nullptr;
 };
 
 // A step with several inputs (joins): each parent's records reach it through a port.

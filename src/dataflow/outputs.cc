@@ -16,14 +16,27 @@ namespace weir::dataflow {
 TopicWriter::TopicWriter(log::Topic* topic, std::string owner, log::ValueEncoding encoding)
     : topic_(topic),
       owner_(std::move(owner)),
+      encoding_(encoding),
       batches_(topic->num_partitions(), log::RecordBatchBuilder(encoding)) {}
 
 void TopicWriter::WriteTo(PartitionId partition, const Record& record) {
-  log::RecordBatchBuilder& batch = batches_[partition.value()];
-  batch.Add(record.timestamp, record.key, record.value, record.headers);
+  const size_t p = static_cast<size_t>(partition.value());
+  batches_[p].Add(record.timestamp, record.key, record.value, record.headers);
+  Added(p);
+}
+
+void TopicWriter::Write(const Record& record, std::string_view json) {
+  if (json.empty() || encoding_ != log::ValueEncoding::kJson) return Write(record);
+  const size_t p = static_cast<size_t>(topic_->PartitionFor(record.key).value());
+  batches_[p].AddRaw(record.timestamp, record.key.serde(), record.key.bytes(), json,
+                     record.headers);
+  Added(p);
+}
+
+void TopicWriter::Added(size_t p) {
   ++records_written_;
-  if (batch.bytes() >= kEarlyAppendBytes && early_append_failure_.ok()) {
-    early_append_failure_ = Append(partition.value());
+  if (batches_[p].bytes() >= kEarlyAppendBytes && early_append_failure_.ok()) {
+    early_append_failure_ = Append(p);
   }
 }
 
@@ -97,13 +110,17 @@ Result<int64_t> SharedFile::Sync() {
   return length_;
 }
 
-void LineWriter::Write(const Record& record) {
+void LineWriter::Write(const Record& record, std::string_view json) {
   buffer_.append("{\"key\":");
   record.key.AppendJson(buffer_);
   buffer_.append(",\"timestamp\":");
   buffer_.append(std::to_string(record.timestamp.value()));
   buffer_.append(",\"value\":");
-  record.value.AppendJson(buffer_);
+  if (!json.empty() && json.find_first_of("\r\n") == std::string_view::npos) {
+    buffer_.append(json);
+  } else {
+    record.value.AppendJson(buffer_);
+  }
   buffer_.append("}\n");
   ++records_written_;
 }

@@ -40,6 +40,9 @@ class TopicWriter {
   // is made until then: the batches grow until the Flush that fails the task.
   void Write(const Record& record) { WriteTo(topic_->PartitionFor(record.key), record); }
   void WriteTo(PartitionId partition, const Record& record);
+  // Write, with `json` the JSON text of the record's value (UnchangedInput; empty: none): a topic
+  // of JSON values stores that text as it is instead of encoding the value.
+  void Write(const Record& record, std::string_view json);
   // Encodes `producer`'s watermark mark into every partition's batch (watermark_marks.h); marks
   // are not counted in records_written().
   void WriteWatermarkMark(std::string_view producer, Watermark watermark);
@@ -55,8 +58,12 @@ class TopicWriter {
   // Appends partition p's batch and clears it.
   Status Append(size_t p);
 
+  // Counts the record just added to partition p's batch, and appends the batch early if full.
+  void Added(size_t p);
+
   log::Topic* topic_;
   std::string owner_;
+  log::ValueEncoding encoding_;
   std::vector<log::RecordBatchBuilder> batches_;
   int64_t records_written_ = 0;
   Status early_append_failure_;
@@ -97,8 +104,9 @@ class SharedFile {
 class LineWriter {
  public:
   explicit LineWriter(SharedFile* file) : file_(file) {}
-  // {"key": ..., "timestamp": ..., "value": ...}\n
-  void Write(const Record& record);
+  // {"key": ..., "timestamp": ..., "value": ...}\n, the value as `json` (its JSON text, from
+  // UnchangedInput) when that is given and holds no line break, else encoded.
+  void Write(const Record& record, std::string_view json = {});
   Status Flush();
   int64_t records_written() const { return records_written_; }
 

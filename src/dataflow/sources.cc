@@ -66,6 +66,8 @@ class TopicSource : public Source {
         continue;
       }
       batch.positions.push_back(stored.offset.value());
+      // The reader's views stay valid until its next call, the next Poll.
+      batch.json.push_back(log::IsBinaryValue(stored.value) ? std::string_view() : stored.value);
     }
     return PollResult::kRecords;
   }

@@ -69,10 +69,15 @@ struct SourceBatch {
   // the message's identity across redeliveries (JetStream: the stream sequence, while the
   // position names one delivery).
   std::vector<int64_t> identities;
+  // the JSON text its value was parsed from, exactly (the topic source: its stored bytes; empty
+  // for a value in the binary form), valid until the source's next Poll: what a JSON sink may
+  // write instead of encoding a value no step has changed (operators.h, UnchangedInput).
+  std::vector<std::string_view> json;
   int64_t reread_token(size_t i) const {
     return reread_tokens.empty() ? positions[i] : reread_tokens[i];
   }
   int64_t identity(size_t i) const { return identities.empty() ? positions[i] : identities[i]; }
+  std::string_view json_of(size_t i) const { return json.empty() ? std::string_view() : json[i]; }
   // Watermark marks read between the records (repartition topics only, watermark_marks.h), in
   // order: mark k applies once records [0, marks[k].before) have been processed.
   struct Mark {
@@ -87,6 +92,7 @@ struct SourceBatch {
     positions.clear();
     reread_tokens.clear();
     identities.clear();
+    json.clear();
     marks.clear();
   }
 };

@@ -21,7 +21,7 @@ class FilterOperator : public Operator {
   FilterOperator(Predicate pred, const StepContext& context)
       : pred_(std::move(pred)), user_(context.task, context.step_name) {}
   void Process(Record&& r) override {
-    if (Keeps(r)) Forward(std::move(r));
+    if (Keeps(r)) ForwardUnchanged(std::move(r));
   }
   // A fan-out's record is copied only if it passes.
   void ProcessShared(const Record& r) override {

@@ -14,7 +14,10 @@ namespace {
 class LineSinkOperator : public Operator {
  public:
   explicit LineSinkOperator(LineWriter& writer) : writer_(writer) {}
-  void Process(Record&& r) override { writer_.Write(r); }
+  // A value no step has changed is written as the JSON text it was read from (UnchangedInput)
+  // unless that text spans lines.
+  void Process(Record&& r) override { writer_.Write(r, UnchangedJson(r.value)); }
+  void ProcessShared(const Record& r) override { writer_.Write(r, UnchangedJson(r.value)); }
 
  private:
   LineWriter& writer_;

@@ -1,6 +1,7 @@
 // The topic sink kind: writes every record to a topic of the embedded log, exactly once
 // (Stream::ToTopic; YAML `sink: {topic: NAME, partitions: N}`). A record goes to its key's
-// partition (Kafka's murmur2).
+// partition (Kafka's murmur2). A value no step has changed since its source read it as JSON text
+// (a topic's record passed through filters only) is written as that text, not encoded again.
 #include "dataflow/builtin_kinds.h"
 #include "dataflow/graph.h"
 #include "dataflow/kind_registry.h"
@@ -12,7 +13,10 @@ namespace {
 class TopicSinkOperator : public Operator {
  public:
   explicit TopicSinkOperator(TopicWriter& writer) : writer_(writer) {}
-  void Process(Record&& r) override { writer_.Write(r); }
+  // A value no step has changed is written as the JSON text it was read from (UnchangedInput).
+  void Process(Record&& r) override { writer_.Write(r, UnchangedJson(r.value)); }
+  // Nothing to copy: the record is only read.
+  void ProcessShared(const Record& r) override { writer_.Write(r, UnchangedJson(r.value)); }
 
  private:
   TopicWriter& writer_;
