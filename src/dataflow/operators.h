@@ -28,8 +28,9 @@ inline constexpr std::array<size_t, kPrefetchStages> kPrefetchAhead = {16, 8, 4}
 // The task's record being processed, while its value is still exactly what its source parsed
 // from JSON text: a JSON sink then writes that text instead of encoding the value again. The
 // task sets it before it hands a record to its steps and resets it after; every forward resets
-// it (Operator::Forward), but for the steps that pass a record on without touching its value
-// (Operator::ForwardUnchanged). So a record reaches a sink with it set only through such steps.
+// it (Operator::Forward), except those of the steps that pass a record on without touching its
+// value (Operator::ForwardUnchanged). One per task: a Forward in one branch of a fan-out resets
+// it for the branches after it too (they then encode: never wrong, only slower).
 struct UnchangedInput {
   const Value* value = nullptr;  // the source's record's value; nullptr: none (any more)
   std::string_view json;         // its text, valid while `value` is set
@@ -43,7 +44,7 @@ class Operator {
   virtual void Process(Record&& record) = 0;
   // The same for a record the caller still needs afterwards (a fan-out's children but the
   // last). The default processes a copy; a step that reads the record before deciding what to
-  // forward (a filter, a map) overrides it to copy only what it forwards.
+  // forward (a filter, a map) overrides it to copy only what it forwards, a sink to copy nothing.
   virtual void ProcessShared(const Record& record) { Process(Record(record)); }
   // The task's watermark moved forward (Watermark::Max() at the end of input). Operators that
   // hold records back (windows) release them here; the default passes it on.

@@ -66,7 +66,7 @@ class TopicSource : public Source {
         continue;
       }
       batch.positions.push_back(stored.offset.value());
-      // The reader's views stay valid until its next call, the next Poll.
+      // The reader's views stay valid until its next call: the next Poll (SourceBatch::json).
       batch.json.push_back(log::IsBinaryValue(stored.value) ? std::string_view() : stored.value);
     }
     return PollResult::kRecords;

@@ -77,7 +77,9 @@ struct SourceBatch {
     return reread_tokens.empty() ? positions[i] : reread_tokens[i];
   }
   int64_t identity(size_t i) const { return identities.empty() ? positions[i] : identities[i]; }
-  std::string_view json_of(size_t i) const { return json.empty() ? std::string_view() : json[i]; }
+  std::string_view json_of(size_t i) const {
+    return i < json.size() ? json[i] : std::string_view();
+  }
   // Watermark marks read between the records (repartition topics only, watermark_marks.h), in
   // order: mark k applies once records [0, marks[k].before) have been processed.
   struct Mark {

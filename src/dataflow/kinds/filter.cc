@@ -23,9 +23,10 @@ class FilterOperator : public Operator {
   void Process(Record&& r) override {
     if (Keeps(r)) ForwardUnchanged(std::move(r));
   }
-  // A fan-out's record is copied only if it passes.
+  // A fan-out's record is copied only if it passes. The copy is not the task's record, so no
+  // sink takes it for unchanged (UnchangedInput), and the branches after this one still can.
   void ProcessShared(const Record& r) override {
-    if (Keeps(r)) Forward(Record(r));
+    if (Keeps(r)) ForwardUnchanged(Record(r));
   }
 
  private:
