@@ -152,5 +152,27 @@ TEST(UnchangedJson, AFileSinkWritesTheTextUnlessItSpansLines) {
                 R"({"key":null,"timestamp":1,"value":)" + Encoded(two_lines) + "}"}));
 }
 
+// A file's lines too, through to a topic and to a file; a line ending "\r\n" loses its "\r".
+TEST(UnchangedJson, AFileSourceHandsOnItsLines) {
+  TempDir dir;
+  testing::WriteLines(dir / "in.jsonl", {kInput[0], kInput[1], kInput[2] + "\r"});
+  Application app(TestOptions(dir));
+  FileSourceOptions file;
+  file.path = dir / "in.jsonl";
+  file.key = {"user", KeySerde::kString};
+  Stream in = app.FromFile(file).Filter(Positive);
+  in.ToTopic("out");
+  in.ToFile(dir / "out.jsonl");
+  auto run = app.Run();
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(Stored(dir, "out"), (std::vector<std::string>{kInput[0], kInput[2]}));
+  std::vector<std::string> lines = testing::ReadLines(dir / "out.jsonl");
+  ASSERT_EQ(lines.size(), 2u);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& text = i == 0 ? kInput[0] : kInput[2];
+    EXPECT_NE(lines[i].find(R"(,"value":)" + text + "}"), std::string::npos) << lines[i];
+  }
+}
+
 }  // namespace
 }  // namespace weir

@@ -69,9 +69,10 @@ struct SourceBatch {
   // the message's identity across redeliveries (JetStream: the stream sequence, while the
   // position names one delivery).
   std::vector<int64_t> identities;
-  // the JSON text its value was parsed from, exactly (the topic source: its stored bytes; empty
-  // for a value in the binary form), valid until the source's next Poll: what a JSON sink may
-  // write instead of encoding a value no step has changed (operators.h, UnchangedInput).
+  // the JSON text its value was parsed from, exactly (the topic source: its stored bytes, empty
+  // for a value in the binary form; the file source: its line), valid until the source's next
+  // Poll: what a JSON sink may write instead of encoding a value no step has changed
+  // (operators.h, UnchangedInput).
   std::vector<std::string_view> json;
   int64_t reread_token(size_t i) const {
     return reread_tokens.empty() ? positions[i] : reread_tokens[i];

@@ -19,6 +19,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "core/parse.h"
 #include "dataflow/builtin_kinds.h"
@@ -70,6 +72,9 @@ class FileSource : public Source {
     size_t allowed = limiter_.Allow(max);
     if (allowed == 0) return PollResult::kIdle;
     size_t consumed = 0;  // lines, good or bad: a file of bad lines still advances in steps
+    // Each record's line, copied: a Fill later in this poll moves the buffer's lines.
+    json_text_.clear();
+    json_ends_.clear();
     while (consumed < allowed) {
       std::string_view line;
       const int64_t line_start = consumed_offset_;
@@ -89,6 +94,14 @@ class FileSource : public Source {
       }
       batch.positions.push_back(line_number);
       batch.reread_tokens.push_back(line_start);
+      json_text_.append(line);
+      json_ends_.push_back(json_text_.size());
+    }
+    // The lines' text for the sinks (SourceBatch::json), valid until the next Poll clears it.
+    size_t start = 0;
+    for (size_t end : json_ends_) {
+      batch.json.push_back(std::string_view(json_text_).substr(start, end - start));
+      start = end;
     }
     return consumed > 0 ? PollResult::kRecords : PollResult::kEnd;
   }
@@ -236,6 +249,9 @@ class FileSource : public Source {
   // of them if fewer); [buffer_begin_, buffer_end_): read, not consumed yet.
   std::string buffer_;
   size_t buffer_begin_ = 0;
+  // The last poll's records' lines, one after another, and where each ends (Poll).
+  std::string json_text_;
+  std::vector<size_t> json_ends_;
   size_t buffer_end_ = 0;
   int64_t file_offset_ = 0;      // next byte to read from the file
   int64_t consumed_offset_ = 0;  // first byte of the next unconsumed line
