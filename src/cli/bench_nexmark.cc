@@ -328,9 +328,9 @@ void PrintNexmark(const BenchArgs& args, const RunSummary& summary,
       args.query.c_str(), static_cast<long long>(args.records), Figure(args.rate, "%.0f").c_str(),
       !diff.empty() ? "no" : (weir.discarded_rows ? "count" : "yes"), weir.rows(), weir_rate,
       generator_rate, Figure(pipeline_rate, "%.0f").c_str(), duckdb_rate, weir_rate / duckdb_rate,
-      Figure(pipeline_ratio, "%.2f").c_str(), summary.peak_rss_bytes / 1048576.0, allocations_per_event.c_str(),
-      Figure(p50, "%.1f").c_str(), Figure(p99, "%.1f").c_str(), summary.wall_seconds,
-      static_cast<long long>(summary.late));
+      Figure(pipeline_ratio, "%.2f").c_str(), summary.peak_rss_bytes / 1048576.0,
+      allocations_per_event.c_str(), Figure(p50, "%.1f").c_str(), Figure(p99, "%.1f").c_str(),
+      summary.wall_seconds, static_cast<long long>(summary.late));
 }
 
 }  // namespace

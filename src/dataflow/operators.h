@@ -83,7 +83,7 @@ class Operator {
   // else empty.
   std::string_view UnchangedJson(const Value& value) const {
     return unchanged_ != nullptr && unchanged_->value == &value ? unchanged_->json
-                                                               : std::string_view();
+                                                                : std::string_view();
   }
   // Forwards `record` with its value replaced by `result`, then gives it its input value back.
   // The record is usually its source's slot (RecordSlots), handed down by reference: keeping

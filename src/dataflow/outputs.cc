@@ -16,27 +16,14 @@ namespace weir::dataflow {
 TopicWriter::TopicWriter(log::Topic* topic, std::string owner, log::ValueEncoding encoding)
     : topic_(topic),
       owner_(std::move(owner)),
-      encoding_(encoding),
       batches_(topic->num_partitions(), log::RecordBatchBuilder(encoding)) {}
 
-void TopicWriter::WriteTo(PartitionId partition, const Record& record) {
-  const size_t p = static_cast<size_t>(partition.value());
-  batches_[p].Add(record.timestamp, record.key, record.value, record.headers);
-  Added(p);
-}
-
-void TopicWriter::Write(const Record& record, std::string_view json) {
-  if (json.empty() || encoding_ != log::ValueEncoding::kJson) return Write(record);
-  const size_t p = static_cast<size_t>(topic_->PartitionFor(record.key).value());
-  batches_[p].AddRaw(record.timestamp, record.key.serde(), record.key.bytes(), json,
-                     record.headers);
-  Added(p);
-}
-
-void TopicWriter::Added(size_t p) {
+void TopicWriter::WriteTo(PartitionId partition, const Record& record, std::string_view json) {
+  log::RecordBatchBuilder& batch = batches_[partition.value()];
+  batch.Add(record.timestamp, record.key, record.value, record.headers, json);
   ++records_written_;
-  if (batches_[p].bytes() >= kEarlyAppendBytes && early_append_failure_.ok()) {
-    early_append_failure_ = Append(p);
+  if (batch.bytes() >= kEarlyAppendBytes && early_append_failure_.ok()) {
+    early_append_failure_ = Append(partition.value());
   }
 }
 

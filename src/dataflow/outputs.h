@@ -38,11 +38,12 @@ class TopicWriter {
   // Encodes the record into its partition's batch: the key's Kafka partition. An append it
   // makes (kEarlyAppendBytes) that fails is kept for the next Flush, and no further early append
   // is made until then: the batches grow until the Flush that fails the task.
-  void Write(const Record& record) { WriteTo(topic_->PartitionFor(record.key), record); }
-  void WriteTo(PartitionId partition, const Record& record);
-  // Write, with `json` the JSON text of the record's value (UnchangedInput; empty: none): a topic
-  // of JSON values stores that text as it is instead of encoding the value.
-  void Write(const Record& record, std::string_view json);
+  // `json`: the JSON text of the record's value (UnchangedInput; empty: none), which a topic of
+  // JSON values stores as it is instead of encoding the value.
+  void Write(const Record& record, std::string_view json = {}) {
+    WriteTo(topic_->PartitionFor(record.key), record, json);
+  }
+  void WriteTo(PartitionId partition, const Record& record, std::string_view json = {});
   // Encodes `producer`'s watermark mark into every partition's batch (watermark_marks.h); marks
   // are not counted in records_written().
   void WriteWatermarkMark(std::string_view producer, Watermark watermark);
@@ -58,12 +59,8 @@ class TopicWriter {
   // Appends partition p's batch and clears it.
   Status Append(size_t p);
 
-  // Counts the record just added to partition p's batch, and appends the batch early if full.
-  void Added(size_t p);
-
   log::Topic* topic_;
   std::string owner_;
-  log::ValueEncoding encoding_;
   std::vector<log::RecordBatchBuilder> batches_;
   int64_t records_written_ = 0;
   Status early_append_failure_;

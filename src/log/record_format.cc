@@ -99,12 +99,14 @@ void RecordBatchBuilder::FinishBody(size_t body_start) {
 }
 
 void RecordBatchBuilder::Add(EventTime timestamp, const Key& key, const Value& value,
-                             std::span<const Header> headers) {
+                             std::span<const Header> headers, std::string_view value_json) {
   size_t body_start;
   AppendPrefix(timestamp, key.serde(), key.bytes(), headers, body_start);
   if (encoding_ == ValueEncoding::kBinary) {
     buffer_.append(kBinaryValueMark);
     value.AppendBinary(buffer_);
+  } else if (!value_json.empty()) {
+    buffer_.append(value_json);
   } else {
     value.AppendJson(buffer_);
   }

@@ -100,9 +100,11 @@ class RecordBatchBuilder {
  public:
   explicit RecordBatchBuilder(ValueEncoding encoding = ValueEncoding::kJson)
       : encoding_(encoding) {}
-  // Encodes one record. The value is written straight into the buffer, in the builder's encoding.
+  // Encodes one record. The value is written straight into the buffer, in the builder's encoding;
+  // or, in a builder of JSON values, as `value_json` when that is given: the value's JSON text
+  // (its source's, dataflow::UnchangedInput), stored as it is.
   void Add(EventTime timestamp, const Key& key, const Value& value,
-           std::span<const Header> headers = {});
+           std::span<const Header> headers = {}, std::string_view value_json = {});
   // Encodes one record whose value is already JSON text (or any bytes): stored as is.
   void AddRaw(EventTime timestamp, KeySerde key_serde, std::string_view key, std::string_view value,
               std::span<const Header> headers = {});
