@@ -210,10 +210,11 @@ class Stream {
 
   // Sinks: every record that reaches them is written exactly once (topics, regular files),
   // printed (stdout: at least once, as it happens) or dropped (discard: to measure the engine
-  // alone). A value read as JSON text (a topic's, a file's line) that no step has changed (it
-  // went through filters only) is written as that text, byte for byte, where the engine still
-  // has it (not for a record read again after a restart or a redelivery, nor where another branch
-  // of a fan-out changed the record first); to a file or stdout only if the text is on one line.
+  // alone). A value read as JSON text (a topic's, a file's line, a JetStream message) that no
+  // step has changed (it went through filters only) is written as that text, byte for byte, where
+  // the engine still has it (not for a record the engine reads again to redeliver it, nor where
+  // another branch of a fan-out changed the record first); to a file or stdout only if the text is
+  // on one line.
   // Either way the value written is the same.
   void ToTopic(TopicSinkOptions options);
   void ToTopic(std::string topic) { ToTopic(TopicSinkOptions{.topic = std::move(topic)}); }

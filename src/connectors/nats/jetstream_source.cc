@@ -169,6 +169,7 @@ class JetStreamSource : public dataflow::Source {
   }
 
   Result<PollResult> Poll(size_t max, SourceBatch& batch, TaskContext& ctx) override {
+    released_.clear();  // the batch that viewed them has been processed
     KeepSettledAlive();
     if (ended_) return PollResult::kEnd;
     natsMsgList list{};
@@ -254,11 +255,11 @@ class JetStreamSource : public dataflow::Source {
       case Resolution::kNak:
         // Should the nak not get out, JetStream redelivers after ack_wait all the same.
         (void)natsMsg_Nak(delivery.message.get(), nullptr);
-        deliveries_.erase(it);
+        Release(it);
         return;
       case Resolution::kTerm:
         if (natsMsg_Term(delivery.message.get(), nullptr) == NATS_OK) {
-          deliveries_.erase(it);
+          Release(it);
         } else {
           delivery.fate = Fate::kTermAtCheckpoint;  // tried again with the next acks
         }
@@ -304,6 +305,15 @@ class JetStreamSource : public dataflow::Source {
     Clock::time_point expires;
   };
 
+  // Forgets a delivery resolved during a record's processing (a step that held the record naks or
+  // terminates it), keeping its message until the next Poll: the record's JSON text
+  // (SourceBatch::json) is a view of the message's data, which a sink after that step may still
+  // write. (Acks are erased at a checkpoint, which never falls within a record's processing.)
+  void Release(std::map<int64_t, HeldDelivery>::iterator it) {
+    released_.push_back(std::move(it->second.message));
+    deliveries_.erase(it);
+  }
+
   // Turns one delivery into a record, or into a dead letter.
   void Admit(MsgPtr message, int64_t sequence, int64_t delivery_count, EventTime stored_at,
              SourceBatch& batch, TaskContext& ctx) {
@@ -340,6 +350,9 @@ class JetStreamSource : public dataflow::Source {
     ++unresolved_;
     batch.positions.push_back(position);
     batch.identities.push_back(sequence);
+    // The message lives in deliveries_ until the record is resolved, then in released_ until the
+    // next Poll (Release), or, acked, until a checkpoint: the view lasts the record's processing.
+    batch.json.push_back(raw);
   }
 
   // The raw bytes to the dead-letter subject, with what happened in headers. Ordered before the
@@ -426,6 +439,8 @@ class JetStreamSource : public dataflow::Source {
   // By position: unresolved, or resolved and waiting for a checkpoint.
   std::map<int64_t, HeldDelivery> deliveries_;
   int64_t unresolved_ = 0;
+  // Messages of deliveries resolved since the last Poll (Release).
+  std::vector<MsgPtr> released_;
   // Bounded: deliveries past the bound, neither records nor acknowledged.
   std::vector<std::pair<int64_t, MsgPtr>> past_bound_;
   int64_t last_position_ = 0;

@@ -13,6 +13,10 @@
 // ack is kept alive (JetStream's "in progress") while it waits for the checkpoint, as long as
 // Poll() is called more often than every ack_wait / 4.
 //
+// Text: each record's SourceBatch::json is the message's data, as published, valid until the next
+// Poll whatever the delivery's resolution (a message nak'd or terminated is freed only then), so
+// that a sink may write a value no step changed as those bytes.
+//
 // Durability: JetStream's durable consumer keeps the position: SavePosition() is "" and
 // RestorePosition() accepts only "". At least once: a crash between a checkpoint and its acks
 // redelivers what that checkpoint already covered.

@@ -1,10 +1,12 @@
-// Joins over NATS JetStream, through the `weir` binary and a real nats-server: members are
-// acknowledged only after their group is processed and checkpointed, and a crash between the
-// checkpoint and the acknowledgements redelivers them, which the join deduplicates.
+// Pipelines over NATS JetStream, through the `weir` binary and a real nats-server. Joins: members
+// are acknowledged only after their group is processed and checkpointed, and a crash between the
+// checkpoint and the acknowledgements redelivers them, which the join deduplicates. A filter:
+// what it passes on is written as the bytes the message held.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "app/testing.h"
 #include "testing/nats_server.h"
@@ -97,6 +99,30 @@ TEST_F(JetStreamJoin, OneUninterruptedRunJoinsEveryTraceOnceAndAcknowledgesEvery
   const std::map<std::string, int> emitted = Emitted();
   EXPECT_EQ(emitted.size(), static_cast<size_t>(kTraces));
   EXPECT_EQ(nats_.Consumer("SENSORS", "wa").ack_pending, 0);
+}
+
+// Messages not as Weir writes JSON (spaces, a number's spelling, an escape) kept by a filter are
+// stored in the output topic as they were published; the filter's condition is decided on the
+// parsed value.
+TEST(JetStreamPipeline, AFilteredMessageIsWrittenAsItsBytes) {
+  NatsServer nats;
+  TempDir dir;
+  nats.CreateStream("READINGS", {"readings"});
+  const std::vector<std::string> published = {R"({ "n" : 1.50, "s" : "\u0041b" })", R"({"n":-1})",
+                                              R"({"n":  2e0, "tags": [ 1, 2 ]})"};
+  for (const std::string& text : published) nats.Publish("readings", text);
+  WriteLines(dir / "p.yaml", {"name: kept",
+                              "source: {jetstream: {url: '" + nats.url() +
+                                  "', stream: READINGS, durable: kept}, bounded: true}",
+                              "steps: [{filter: {field: n, gt: 0}}]", "sink: {topic: out}"});
+  Subprocess weir({WEIR_BINARY, "run", dir / "p.yaml", "--data-dir", dir / "data"},
+                  dir.path().string(), "", {"WEIR_LISTEN=off"});
+  testing::CommandResult run = weir.Wait();
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::vector<std::string> stored;
+  for (const auto& r : ReadTopic(dir / "data", "out")) stored.push_back(r.stored);
+  EXPECT_EQ(stored, (std::vector<std::string>{published[0], published[2]}));
+  EXPECT_EQ(nats.Consumer("READINGS", "kept").ack_pending, 0);
 }
 
 }  // namespace
