@@ -8,6 +8,11 @@
 // record (usually its source's slot, which the source rewrites in place) keeps its shape and
 // the memory of the values swapped in. A copy is made when the fields are not all there or
 // overlap (one path inside another, or listed twice), and for a fan-out's shared record.
+//
+// Fields that are members' names are looked for where they were in the last record when its
+// first members have the same names (FindAllMembers): one comparison a member, not a search a
+// field.
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,8 +45,12 @@ class SelectOperator : public Operator {
   explicit SelectOperator(std::vector<std::string> fields)
       : fields_(std::move(fields)),
         disjoint_(FieldsAreDisjoint(fields_)),
-        found_(fields_.size(), nullptr) {
-    for (const std::string& f : fields_) dotted_.push_back(f.find('.') != std::string::npos);
+        found_(fields_.size(), nullptr),
+        places_(fields_.size(), 0) {
+    for (const std::string& f : fields_) {
+      dotted_.push_back(f.find('.') != std::string::npos);
+      any_dotted_ = any_dotted_ || dotted_.back();
+    }
   }
 
   void Process(Record&& r) override {
@@ -65,12 +74,45 @@ class SelectOperator : public Operator {
  private:
   // Points found_ at each field of `value`; false if one is missing.
   bool FindAll(Value& value) {
+    if (!any_dotted_ && value.is_object()) return FindAllMembers(value.as_object());
     for (size_t i = 0; i < fields_.size(); ++i) {
       // `value` is not const: only FindPath's signature is.
       found_[i] =
           dotted_[i] ? const_cast<Value*>(value.FindPath(fields_[i])) : value.Find(fields_[i]);
       if (found_[i] == nullptr) return false;
     }
+    return true;
+  }
+
+  // FindAll for fields that are all members' names. An object that begins with the names of the
+  // last one whose fields were all found (shape_: its members' up to the last field's) has its
+  // fields in the same places: found by comparing those names, not by a search per field. The
+  // first member of a name is the one found either way (equal names before a place, equal first
+  // match). A source's records, one after another, mostly have one shape.
+  bool FindAllMembers(Value::Object& members) {
+    if (shape_size_ > 0 && shape_size_ <= members.size()) {
+      size_t j = 0;
+      while (j < shape_size_ && internal::SameName(members[j].first, shape_[j])) ++j;
+      if (j == shape_size_) {
+        for (size_t i = 0; i < fields_.size(); ++i) found_[i] = &members[places_[i]].second;
+        return true;
+      }
+    }
+    shape_size_ = 0;  // until every field is found again
+    size_t last = 0;
+    for (size_t i = 0; i < fields_.size(); ++i) {
+      size_t place = 0;
+      while (place < members.size() && !internal::SameName(members[place].first, fields_[i])) {
+        ++place;
+      }
+      if (place == members.size()) return false;
+      found_[i] = &members[place].second;
+      places_[i] = place;
+      last = std::max(last, place);
+    }
+    shape_size_ = last + 1;
+    if (shape_.size() < shape_size_) shape_.resize(shape_size_);
+    for (size_t j = 0; j < shape_size_; ++j) shape_[j].assign(members[j].first);
     return true;
   }
 
@@ -84,9 +126,15 @@ class SelectOperator : public Operator {
 
   const std::vector<std::string> fields_;
   const bool disjoint_;
-  std::vector<bool> dotted_;   // per field, whether it is a path (else a member's name)
+  std::vector<bool> dotted_;  // per field, whether it is a path (else a member's name)
+  bool any_dotted_ = false;
   std::vector<Value*> found_;  // per field, where it is in the record being processed
-  Value selected_;             // the selection's members, named once, between records
+  // FindAllMembers' last shape: the names of an object's first shape_size_ members (0: none),
+  // and each field's place among them. The names' memory is kept from shape to shape.
+  std::vector<std::string> shape_;
+  size_t shape_size_ = 0;
+  std::vector<size_t> places_;
+  Value selected_;  // the selection's members, named once, between records
 };
 
 class SelectStep : public StepDefinition {
