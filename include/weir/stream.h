@@ -212,9 +212,9 @@ class Stream {
   // printed (stdout: at least once, as it happens) or dropped (discard: to measure the engine
   // alone). A value read as JSON text (a topic's, a file's line, a JetStream message) that no
   // step has changed (it went through filters only) is written as that text, byte for byte, where
-  // the engine still has it (not for a record the engine reads again to redeliver it, nor where
-  // another branch of a fan-out changed the record first); to a file or stdout only if the text is
-  // on one line.
+  // the engine still has it (not for a record the engine reads a second time, to redeliver it or
+  // after a restart, nor where another branch of a fan-out changed the record first); to a file or
+  // stdout only if the text is on one line.
   // Either way the value written is the same.
   void ToTopic(TopicSinkOptions options);
   void ToTopic(std::string topic) { ToTopic(TopicSinkOptions{.topic = std::move(topic)}); }

@@ -424,6 +424,16 @@ TEST(RecordOperations, SelectGivesWhatCopyingTheFieldsGivesOverRecordsOfChanging
         "{" + (i % 3 ? user + amount + address + "," + pad : pad + address + amount + "," + user) +
         twice + "}");
   }
+  // Shapes that share names, some twice, before and at the places a selection of [b, a] finds
+  // its fields in the record before: the first member of a name is taken whatever came before.
+  for (int i = 0; i < 200; ++i) {
+    for (const char* members :
+         {R"("x":0,"a":1,"b":2)", R"("x":0,"a":1,"b":2)", R"("a":10,"a":11,"b":12)",
+          R"("a":10,"a":11,"b":12)", R"("a":20,"b":21,"a":22)", R"("a":30,"b":31)",
+          R"("b":40,"a":41,"a":42)", R"("b":50)", R"("b":60,"a":61)"}) {
+      lines.push_back("{" + std::string(members) + R"(,"user":"s","pad":""})");
+    }
+  }
   std::vector<Value> inputs;
   for (const std::string& line : lines) inputs.push_back(*Value::Parse(line));
   auto copied = [](const Value& v, const std::vector<std::string>& fields) {
@@ -459,6 +469,7 @@ TEST(RecordOperations, SelectGivesWhatCopyingTheFieldsGivesOverRecordsOfChanging
       {"address", "address.zip"},         // overlapping: copied
       {"user", "user"},                   // listed twice: copied
       {"nowhere"},
+      {"b", "a"},  // the shapes that share names
   };
   for (const std::vector<std::string>& fields : selections) {
     std::vector<Value> got = run([&](Stream s) { return s.Select(fields); });

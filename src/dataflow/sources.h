@@ -70,8 +70,9 @@ struct SourceBatch {
   // position names one delivery).
   std::vector<int64_t> identities;
   // the JSON text its value was parsed from, exactly (the topic source: its stored bytes, empty
-  // for a value in the binary form; the file source: its line), valid until the source's next
-  // Poll: what a JSON sink may write instead of encoding a value no step has changed
+  // for a value in the binary form; the file source: its line; JetStream: the message's data),
+  // valid at least while the task processes the record (the topic and file sources: until their
+  // next Poll): what a JSON sink may write instead of encoding a value no step has changed
   // (operators.h, UnchangedInput).
   std::vector<std::string_view> json;
   int64_t reread_token(size_t i) const {

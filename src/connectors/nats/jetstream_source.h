@@ -13,9 +13,11 @@
 // ack is kept alive (JetStream's "in progress") while it waits for the checkpoint, as long as
 // Poll() is called more often than every ack_wait / 4.
 //
-// Text: each record's SourceBatch::json is the message's data, as published, valid until the next
-// Poll whatever the delivery's resolution (a message nak'd or terminated is freed only then), so
-// that a sink may write a value no step changed as those bytes.
+// Text: each record's SourceBatch::json is the message's data, as published, so that a sink may
+// write a value no step changed as those bytes. It is valid while the task processes the record:
+// the message lives until its delivery is resolved; a nak or term keeps it until the next Poll (a
+// step holding the record may resolve it during its processing), an ack until the checkpoint that
+// sends the ack (never within a record's processing).
 //
 // Durability: JetStream's durable consumer keeps the position: SavePosition() is "" and
 // RestorePosition() accepts only "". At least once: a crash between a checkpoint and its acks

@@ -9,9 +9,9 @@
 // the memory of the values swapped in. A copy is made when the fields are not all there or
 // overlap (one path inside another, or listed twice), and for a fan-out's shared record.
 //
-// Fields that are members' names are looked for where they were in the last record when its
-// first members have the same names (FindAllMembers): one comparison a member, not a search a
-// field.
+// When every field is a member's name (no path), the fields are looked for where they were in
+// the last record whose fields were all found, if the record's first members have that record's
+// names (FindAllMembers): one comparison a member, not a search a field.
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -85,10 +85,11 @@ class SelectOperator : public Operator {
   }
 
   // FindAll for fields that are all members' names. An object that begins with the names of the
-  // last one whose fields were all found (shape_: its members' up to the last field's) has its
-  // fields in the same places: found by comparing those names, not by a search per field. The
-  // first member of a name is the one found either way (equal names before a place, equal first
-  // match). A source's records, one after another, mostly have one shape.
+  // last one whose fields were all found (shape_: its members' up to the last field's; a search
+  // that fails forgets it) has its fields in the same places: found by comparing those names, not
+  // by a search per field. The first member of a name is the one found either way (equal names
+  // before a place, equal first match). A source's records, one after another, mostly have one
+  // shape; records of alternating shapes pay the comparison, the search and a copy of the names.
   bool FindAllMembers(Value::Object& members) {
     if (shape_size_ > 0 && shape_size_ <= members.size()) {
       size_t j = 0;
@@ -110,9 +111,9 @@ class SelectOperator : public Operator {
       places_[i] = place;
       last = std::max(last, place);
     }
-    shape_size_ = last + 1;
-    if (shape_.size() < shape_size_) shape_.resize(shape_size_);
-    for (size_t j = 0; j < shape_size_; ++j) shape_[j].assign(members[j].first);
+    if (shape_.size() <= last) shape_.resize(last + 1);
+    for (size_t j = 0; j <= last; ++j) shape_[j].assign(members[j].first);
+    shape_size_ = last + 1;  // last: shape_ is whole even if a copy above threw
     return true;
   }
 
