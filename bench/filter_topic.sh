@@ -16,7 +16,7 @@
 #   [SOURCE=jetstream] bench/filter_topic.sh NEW OLD [RUNS] [EVENTS]
 set -euo pipefail
 if [ $# -lt 2 ]; then
-  sed -n '2,10p' "$0" >&2
+  sed -n '2,16p' "$0" >&2
   exit 2
 fi
 new=$1 old=$2 runs=${3:-5} events=${4:-2000000}
